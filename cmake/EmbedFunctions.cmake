@@ -1,0 +1,11 @@
+# Concatenates the Lua files IN (a ;-list, already sorted) into OUT as a C++ raw string literal.
+set(text "")
+foreach(f IN LISTS IN)
+  file(READ ${f} part)
+  string(APPEND text "${part}")
+endforeach()
+get_filename_component(dir ${OUT} DIRECTORY)
+file(MAKE_DIRECTORY ${dir})
+file(WRITE ${OUT}.tmp "// Generated from functions/*.lua by cmake/EmbedFunctions.cmake. Do not edit.\nR\"BATONLUA(${text})BATONLUA\"\n")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
+file(REMOVE ${OUT}.tmp)

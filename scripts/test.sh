@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sets everything up and runs every test: the release build (warnings as errors) with all CTest
+# suites, the language-neutral protocol tests in Python, then the ASan+UBSan build of the tests.
+# Every test starts its own redis-server on a free loopback port.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh release
+(cd build/release && ctest --output-on-failure -j2 --timeout 600)
+/usr/bin/python3 -m unittest discover -s tests/protocol -p 'test_*.py' -v 2>&1 | tail -n 40
+test "${PIPESTATUS[0]}" -eq 0
+scripts/build.sh asan
+# Under the sanitizers the heavy crash-recovery run is skipped (it runs in the release suite above).
+(cd build/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure -j2 --timeout 900 -LE heavy)
