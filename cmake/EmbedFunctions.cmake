@@ -1,4 +1,6 @@
-# Concatenates the Lua files IN (a ;-list, already sorted) into OUT as a C++ raw string literal.
+# Concatenates DIR/*.lua, in file-name order, into OUT as a C++ raw string literal.
+file(GLOB IN ${DIR}/*.lua)
+list(SORT IN)
 set(text "")
 foreach(f IN LISTS IN)
   file(READ ${f} part)

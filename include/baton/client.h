@@ -2,12 +2,11 @@
 // The producer side: enqueue tasks (now, delayed, at a time, idempotent), cancel them.
 #include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "baton/status.h"
 #include "baton/task.h"
@@ -30,7 +29,8 @@ struct EnqueueOptions {
   std::optional<std::chrono::system_clock::time_point> run_at;
   std::optional<int> execution_timeout;  // seconds
   // Unique key: while a task holding this key is within `unique_ttl`, another enqueue with the same
-  // key is refused (EnqueueOutcome::kUniqueConflict).
+  // key is refused (EnqueueOutcome::kUniqueConflict). unique_ttl must be >= 1 s when the key is
+  // set.
   std::string unique_key;
   std::chrono::seconds unique_ttl{0};
   nlohmann::json extra = nlohmann::json::object();  // trace, headers, custom top-level fields
@@ -54,16 +54,21 @@ enum class EnqueueOutcome {
 struct EnqueueResult {
   std::string task_id;
   EnqueueOutcome outcome = EnqueueOutcome::kQueued;
-  std::string stream_id;       // kQueued
-  std::int64_t due_ms = 0;     // kScheduled: due time, Unix ms (Redis clock)
-  std::string detail;          // kDuplicate: current state; kUniqueConflict: the holder's id
+  std::string stream_id;    // kQueued
+  std::int64_t due_ms = 0;  // kScheduled: due time, Unix ms (Redis clock)
+  std::string detail;       // kDuplicate: current state; kUniqueConflict: the holder's id
 };
 
 // Thread-safety: a Client is NOT thread-safe (it owns one connection); make one per thread.
+// Errors carry the operation as a prefix: "enqueue: max_retry: must be an integer 0..25 (got 99)".
+// A broken connection fails the call in progress with kUnavailable; the next call reconnects (and
+// checks the functions library version again).
 class Client {
  public:
-  // Connects and checks the functions library version. Fails with kVersionMismatch (message says
-  // to run `baton init`) or kUnavailable.
+  // Connects to options.redis_url and checks the functions library version. Fails with
+  // kInvalidArgument (bad URL, "redis_url: ..."), kUnavailable (cannot connect or authenticate) or
+  // kVersionMismatch ("functions library version X loaded in Redis, this client needs 1: run
+  // 'baton init'").
   static StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
   ~Client();
 
@@ -71,16 +76,25 @@ class Client {
   // written. A duplicate id is not an error: see EnqueueResult::outcome.
   StatusOr<EnqueueResult> Enqueue(const TaskRequest& request);
   // Enqueues many, pipelined and batched per (namespace, type); results in request order. All
-  // requests are validated first: one invalid request fails the call and nothing is written.
+  // requests are validated first: one invalid request fails the call ("enqueue: requests[3]:
+  // max_retry: ...") and nothing is written. All baton_enqueue calls (at most 256 tasks each) go
+  // in one round trip; if one of them fails (kUnavailable, or an error reply from Redis) the call
+  // fails although other calls may have been written: retry with the same task ids, which is safe
+  // (already written ones come back as kDuplicate).
   StatusOr<std::vector<EnqueueResult>> EnqueueMany(std::span<const TaskRequest> requests);
-  // Enqueues a fully formed task document (already validated or from another language).
+  // Enqueues a fully formed task document (already validated or from another language), exactly
+  // as it is (payload bytes, created_at, extra). From `scheduling` only run_at, unique_key and
+  // unique_ttl are used. Invalid task: kInvalidArgument, nothing written.
   StatusOr<EnqueueResult> EnqueueTask(const Task& task, const EnqueueOptions& scheduling = {});
 
-  // Cancels a queued or scheduled task (its type is read from the task record). kNotFound if there
-  // is no such live task, kConflict if it is running or dead.
+  // Cancels a queued or scheduled/retrying task (its type is read from the task record).
+  // kNotFound if there is no such live task, kConflict if it is running or dead, kInvalidArgument
+  // for a malformed namespace or id. The final record (state "cancelled") is kept for
+  // ClientOptions::done_retention.
   Status Cancel(const std::string& ns, const std::string& task_id);
 
-  // Builds the Task a request would enqueue (id, created_at filled in), validated.
+  // Builds the Task a request would enqueue (task_id: options.task_id or a new UUIDv7;
+  // created_at: now), validated. Does not touch Redis; thread-safe.
   static StatusOr<Task> BuildTask(const TaskRequest& request);
 
  private:

@@ -1,7 +1,8 @@
 #pragma once
 // Expected failures are values. A Status carries a code (one to one with the error codes in
-// contract/errors.json and the Lua error replies), the operation, and a message that names the
-// offending field and the rule: "enqueue: invalid_argument: max_retry: must be 0..25 (got 99)".
+// contract/errors.json and the Lua error replies) and a message that starts with the operation (see
+// WithContext) and names the offending field and the rule. ToString() of a failed enqueue reads
+// "invalid_argument: enqueue: max_retry: must be an integer 0..25 (got 99)".
 #include <cassert>
 #include <optional>
 #include <string>
@@ -13,18 +14,19 @@ namespace baton {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // BATON_INVALID
-  kNotFound,         // BATON_NOT_FOUND
-  kConflict,         // BATON_CONFLICT
-  kAlreadyExists,    // duplicate task id / held unique key
-  kVersionMismatch,  // functions library version differs from the client's
-  kUnavailable,      // Redis unreachable or the connection broke
-  kDeadlineExceeded, // an attempt ran past its execution_timeout
-  kCancelled,        // the work was cancelled (shutdown, lease lost)
-  kInternal,         // unexpected reply: a bug
+  kInvalidArgument,   // BATON_INVALID
+  kNotFound,          // BATON_NOT_FOUND
+  kConflict,          // BATON_CONFLICT
+  kAlreadyExists,     // duplicate task id / held unique key
+  kVersionMismatch,   // functions library version differs from the client's
+  kUnavailable,       // Redis unreachable or the connection broke
+  kDeadlineExceeded,  // an attempt ran past its execution_timeout
+  kCancelled,         // the work was cancelled (shutdown, lease lost)
+  kInternal,          // unexpected reply: a bug
 };
 
-// "ok", "invalid_argument", ... as in contract/errors.json.
+// "ok", "invalid_argument", ... as in contract/errors.json (plus "deadline_exceeded" and
+// "cancelled", which never cross the Redis boundary).
 std::string_view StatusCodeName(StatusCode code);
 
 class Status {
@@ -33,21 +35,27 @@ class Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  // "field: rule", the form every contract violation takes.
+  // kInvalidArgument with the message "field: rule", the form every contract violation takes.
   static Status InvalidArgument(std::string_view field, std::string_view rule);
-  static Status NotFound(std::string message) { return {StatusCode::kNotFound, std::move(message)}; }
-  static Status Conflict(std::string message) { return {StatusCode::kConflict, std::move(message)}; }
+  static Status NotFound(std::string message) {
+    return {StatusCode::kNotFound, std::move(message)};
+  }
+  static Status Conflict(std::string message) {
+    return {StatusCode::kConflict, std::move(message)};
+  }
   static Status Unavailable(std::string message) {
     return {StatusCode::kUnavailable, std::move(message)};
   }
-  static Status Internal(std::string message) { return {StatusCode::kInternal, std::move(message)}; }
+  static Status Internal(std::string message) {
+    return {StatusCode::kInternal, std::move(message)};
+  }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
   // "code: message", or "ok".
   std::string ToString() const;
-  // A copy whose message is prefixed with the operation: "enqueue: " + message.
+  // A copy whose message is prefixed with the operation: "enqueue: " + message. OK stays OK.
   Status WithContext(std::string_view operation) const;
 
  private:
@@ -64,9 +72,18 @@ class StatusOr {
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() & { assert(ok()); return *value_; }
-  const T& value() const& { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }

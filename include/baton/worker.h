@@ -1,7 +1,9 @@
 #pragma once
 // The worker runtime: register handlers by (namespace, task_type), then Run(). Each task type has
-// its own fetcher and its own concurrency budget, so a slow or backlogged type never delays another.
-// At-least-once: a task is acked only after its handler returned OK.
+// its own fetcher thread, Redis connection and pool of handler threads, so a slow or backlogged type
+// never delays another. A fetcher only takes as many tasks as it has idle handler threads.
+// At-least-once: a task is acked only after its handler returned OK; a worker that dies holding a
+// task loses its lease and the reaper hands the task to another worker (as a failed attempt).
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -29,7 +31,9 @@ class TaskContext {
   int attempt() const { return attempt_; }
   const std::string& stream_id() const { return stream_id_; }
   // True once the attempt should stop: its execution_timeout passed, the worker is shutting down
-  // past its grace period, or the lease was lost. Long handlers check it and return early.
+  // past its grace period, or the lease was lost (another worker may run the task now). Long
+  // handlers check it and return early; what they return then no longer matters much: past the
+  // deadline the attempt is a timeout, after the grace it is left to the lease.
   bool cancelled() const { return cancel_->load(std::memory_order_relaxed); }
   // The attempt's deadline (steady clock); time_point::max() without execution_timeout.
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
@@ -47,21 +51,29 @@ class TaskContext {
   std::chrono::steady_clock::time_point deadline_;
 };
 
-// Throw from a handler (or return a Status with kInvalidArgument via NonRetryable()) to send the
-// task straight to the dead-letter queue without retries.
+// Throw from a handler (or return NonRetryable(...), i.e. any Status with kInvalidArgument) to send
+// the task straight to the dead-letter queue without retries (failure kind "non_retryable").
 class NonRetryableError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-// A handler returns OK for success. A non-OK Status, or any exception, is a failed attempt whose
-// message (and, for exceptions, a stack trace) is recorded. Use NonRetryable() to skip retries.
+// A handler returns OK for success. A non-OK Status, or any exception, is a failed attempt: it is
+// recorded in baton:{ns}:errors with a message (Status::ToString(), or "<exception type>: what()")
+// and a stack trace (for exceptions the stack where the worker caught it; for a Status, where the
+// worker observed it), and the task retries with backoff until it has run 1 + max_retry times.
+// An attempt that returns after its execution_timeout fails as "timeout" whatever it returned.
+// Handlers run concurrently on several threads (TypeOptions::concurrency): make them thread-safe.
 using Handler = std::function<Status(TaskContext&)>;
-Status NonRetryable(std::string message);  // a Status the worker treats as non-retryable
+// A Status (code kInvalidArgument, `message`) the worker treats as non-retryable.
+Status NonRetryable(std::string message);
 
 struct TypeOptions {
-  int concurrency = 0;  // handler threads for this type; 0 = WorkerOptions::default_concurrency
-  RetryPolicy retry;
+  // Handler threads for this type, i.e. the most tasks of this type this worker holds at once;
+  // 0 = WorkerOptions::default_concurrency. Throughput with very short handlers grows with it
+  // (each round trip to Redis acks and fetches up to this many tasks).
+  int concurrency = 0;
+  RetryPolicy retry;  // also used by this worker's reaper for tasks of this type
 };
 
 struct WorkerOptions {
@@ -71,9 +83,12 @@ struct WorkerOptions {
   std::string group = "baton";
   std::string service = "worker";
   int default_concurrency = 4;
-  int fetch_batch = 64;                         // entries per dequeue call
-  std::chrono::milliseconds block{2000};        // XREAD BLOCK when idle
-  std::chrono::milliseconds lease{15000};       // a task idle this long in the PEL is taken back
+  int fetch_batch = 64;                         // most entries per dequeue call (>= 1)
+  // XREAD BLOCK when the stream is empty and nothing is in flight. While tasks are in flight the
+  // fetcher blocks at most 100 ms at a time, so that their acks are sent promptly.
+  std::chrono::milliseconds block{2000};
+  // A task idle this long in the PEL is taken back. Running tasks are extended every lease/3.
+  std::chrono::milliseconds lease{15000};
   std::chrono::milliseconds shutdown_grace{10000};
   std::chrono::seconds done_retention{86400};
   std::size_t events_maxlen = 100000;
@@ -81,18 +96,24 @@ struct WorkerOptions {
   // the same job standalone; both may run at once safely.
   bool maintenance = true;
   std::chrono::milliseconds maintenance_interval{100};
-  bool handle_signals = false;  // Run() stops on SIGTERM/SIGINT
+  // Run() stops gracefully on SIGTERM/SIGINT: it installs handlers for them (restored when Run()
+  // returns). The worker's own threads always block both signals; call Run() from the main thread
+  // (or block the signals in the application's other threads) so that they reach Run().
+  bool handle_signals = false;
 };
 
-// Counters since Start().
+// Counters since Start(), counted when Redis confirmed the outcome.
 struct WorkerStats {
-  std::uint64_t succeeded = 0;
-  std::uint64_t failed = 0;     // attempts that failed (retry or dead)
+  std::uint64_t succeeded = 0;  // acks recorded (done, or stale_done after a lost lease)
+  std::uint64_t failed = 0;     // failures recorded (went to retry or dead), malformed included
   std::uint64_t dead = 0;       // of those, went to the dead-letter queue
-  std::uint64_t malformed = 0;  // entries that were not valid tasks
+  // Delivered entries this worker could not decode (e.g. payload not a JSON object); entries that
+  // baton_dequeue itself buries (missing fields, no task record) never reach a worker.
+  std::uint64_t malformed = 0;
 };
 
 // Thread-safety: Register before Start/Run; Stop() and stats() from any thread.
+// Consumer name: "<service>:<hostname>:<pid>:<6 random hex>", fixed at construction.
 class Worker {
  public:
   explicit Worker(WorkerOptions options);
@@ -100,14 +121,24 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
+  // Errors: kInvalidArgument (bad name, empty handler, concurrency < 0, retry base < 1 ms or
+  // max < base), kAlreadyExists (this (ns, type) is registered), kConflict (already started).
   Status Register(const std::string& ns, const std::string& task_type, Handler handler,
                   TypeOptions options = {});
-  // Connects, checks the functions library version, starts the fetchers; returns at once.
+  // Connects, checks the functions library version, adds the namespaces and types to the
+  // directory (baton:namespaces, baton:{ns}:types), starts the fetchers, the heartbeat and, with
+  // maintenance, the promoter and the reaper; returns at once. Errors: kVersionMismatch (the
+  // message says to run `baton init`), kUnavailable, kInvalidArgument (options, or no handler
+  // registered), kConflict (called twice). Once started, threads reconnect by themselves
+  // (backoff 100 ms doubling to 5 s) and keep unsent acks until they are sent.
   Status Start();
-  // Start() and block until Stop() (or a signal when handle_signals).
+  // Start() and block until Stop() (or a signal when handle_signals), then stop gracefully.
+  // Returns at once if Stop() was already called.
   Status Run();
   // Graceful: stop fetching, let in-flight tasks finish within shutdown_grace, ack them, return.
-  // Tasks still running after the grace are left to the lease (another worker takes them over).
+  // Tasks still running after the grace are cancelled and left to the lease (another worker takes
+  // them over); a handler that ignores cancellation keeps its (detached) thread until it returns.
+  // Idempotent.
   void Stop();
   WorkerStats stats() const;
   const std::string& consumer_name() const;

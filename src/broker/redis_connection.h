@@ -16,7 +16,7 @@ struct redisReply;
 
 namespace baton::internal {
 
-// Parsed "redis://[user:password@]host:port[/db]" (also "unix:///path/to.sock").
+// Parsed "redis://[user:password@]host:port[/db]" (also "unix:///path/to.sock[?db=N&password=P]").
 struct RedisEndpoint {
   std::string host = "127.0.0.1";
   int port = 6379;
@@ -24,6 +24,8 @@ struct RedisEndpoint {
   std::string username;
   std::string password;
   int db = 0;
+  // Port defaults to 6379, db to 0; user and password may be percent-encoded; IPv6 hosts in
+  // brackets. Errors: kInvalidArgument "redis_url: <rule>" (never echoes the password).
   static StatusOr<RedisEndpoint> Parse(std::string_view url);
 };
 
@@ -50,8 +52,9 @@ Status StatusFromErrorReply(const Reply& reply);
 
 class RedisConnection {
  public:
-  // Connects (and AUTH/SELECT as the endpoint says). `timeout` bounds connect and each command,
-  // except commands run with Command(..., blocking=true).
+  // Connects, then AUTH (when a password is set), SELECT (db != 0) and PING. `timeout` bounds the
+  // connect and each command's reply, except BlockingCommand. Errors: kUnavailable (cannot
+  // connect, NOAUTH, AUTH failed, timeout).
   static StatusOr<std::unique_ptr<RedisConnection>> Open(
       const RedisEndpoint& endpoint,
       std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
@@ -60,19 +63,25 @@ class RedisConnection {
   RedisConnection& operator=(const RedisConnection&) = delete;
 
   // Sends one command and waits for its reply. An error *reply* is returned as a Reply of type
-  // kError (the caller decides); only I/O failures are a non-OK Status.
+  // kError (the caller decides); only I/O failures are a non-OK Status: kUnavailable, and the
+  // connection is broken from then on (a reply may still be in flight). kInternal when Append()ed
+  // commands are waiting for Flush().
   StatusOr<Reply> Command(const std::vector<std::string>& argv);
-  // Same, for commands that block on the server (XREAD BLOCK): waits up to `timeout` for the reply.
+  // Same, for commands that block on the server (XREAD BLOCK): waits up to `timeout` plus the
+  // regular command timeout (as a margin) for the reply, then restores the regular timeout.
   StatusOr<Reply> BlockingCommand(const std::vector<std::string>& argv,
                                   std::chrono::milliseconds timeout);
 
   // Pipelining: Append() queues commands locally; Flush() sends them all and returns the replies
-  // in order (one round trip).
+  // in order (one round trip), error replies included. Flush() with nothing pending returns an
+  // empty vector. On an I/O failure Flush() returns kUnavailable and drops the rest; pending() is
+  // 0 after every Flush().
   void Append(const std::vector<std::string>& argv);
   StatusOr<std::vector<Reply>> Flush();
   size_t pending() const { return pending_; }
 
-  // Drops the connection and connects again with the same endpoint.
+  // Drops the connection (and anything pending) and connects again with the same endpoint, as
+  // Open() does. On failure the connection stays broken.
   Status Reconnect();
   bool broken() const;
   const RedisEndpoint& endpoint() const { return endpoint_; }
@@ -81,11 +90,13 @@ class RedisConnection {
   RedisConnection(RedisEndpoint endpoint, std::chrono::milliseconds timeout);
   Status Connect();
   StatusOr<Reply> ReadReply();
+  Status BrokenStatus() const;
 
   RedisEndpoint endpoint_;
   std::chrono::milliseconds timeout_;
   redisContext* ctx_ = nullptr;
   size_t pending_ = 0;
+  std::string last_error_;  // why the connection broke, for the kUnavailable messages
 };
 
 }  // namespace baton::internal

@@ -1,0 +1,300 @@
+// End-to-end throughput and latency of Baton against the bare Redis Streams pattern, on one Redis.
+//
+//   bench_throughput --redis redis://127.0.0.1:PORT [--tasks 200000] [--payload 200]
+//
+// Phases (each on a flushed database):
+//   1. bare streams: XADD (pipelined by 100) -> XREADGROUP COUNT 100 -> XACK+XDEL (pipelined),
+//      producer and consumer running at once, same client library (hiredis) as Baton.
+//   2. baton: Client::EnqueueMany (batches of 100) -> Worker with a no-op handler -> batched ack.
+//   3. memory: N tasks enqueued with no worker; used_memory delta per queued task (events stream
+//      excluded: it is capped, so its size does not grow with the queue).
+//   4. light load: 200 tasks/s one at a time; enqueue-to-handler-start latency p50/p99.
+// Redis CPU per task is the delta of used_cpu_user+used_cpu_sys over the phase / tasks.
+#include <baton/client.h>
+#include <baton/worker.h>
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "broker/redis_connection.h"
+#include "broker/function_library.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using baton::internal::RedisConnection;
+using baton::internal::RedisEndpoint;
+using baton::internal::Reply;
+
+struct Options {
+  std::string redis = "redis://127.0.0.1:6379";
+  int tasks = 200000;
+  int payload = 200;
+  int concurrency = 4;
+  int latency_tasks = 2000;
+};
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "bench_throughput: %s\n", what.c_str());
+  std::exit(1);
+}
+
+std::unique_ptr<RedisConnection> Connect(const Options& o) {
+  auto ep = RedisEndpoint::Parse(o.redis);
+  if (!ep.ok()) Die(ep.status().ToString());
+  auto c = RedisConnection::Open(*ep);
+  if (!c.ok()) Die(c.status().ToString());
+  return std::move(*c);
+}
+
+Reply Must(RedisConnection& c, const std::vector<std::string>& argv) {
+  auto r = c.Command(argv);
+  if (!r.ok()) Die(r.status().ToString());
+  if (r->is_error()) Die(argv[0] + ": " + r->str);
+  return std::move(*r);
+}
+
+// A field of INFO.
+double InfoField(RedisConnection& c, const std::string& section, const std::string& field) {
+  std::string info = Must(c, {"INFO", section}).str;
+  auto pos = info.find(field + ":");
+  if (pos == std::string::npos) Die("INFO has no " + field);
+  return std::strtod(info.c_str() + pos + field.size() + 1, nullptr);
+}
+
+double RedisCpuSeconds(RedisConnection& c) {
+  return InfoField(c, "cpu", "used_cpu_user") + InfoField(c, "cpu", "used_cpu_sys");
+}
+
+std::string PayloadJson(int bytes) {
+  // {"data":"xxx..."} of exactly `bytes` bytes.
+  int filler = std::max(0, bytes - 11);
+  return "{\"data\":\"" + std::string(filler, 'x') + "\"}";
+}
+
+void Reset(RedisConnection& c) {
+  Must(c, {"FLUSHALL"});
+  auto st = baton::internal::LoadFunctionLibrary(c);
+  if (!st.ok()) Die(st.ToString());
+}
+
+struct PhaseResult {
+  double seconds = 0;
+  double cpu_us_per_task = 0;
+};
+
+PhaseResult BareStreams(const Options& o) {
+  auto admin = Connect(o);
+  Reset(*admin);
+  const std::string stream = "bench:bare";
+  Must(*admin, {"XGROUP", "CREATE", stream, "g", "0", "MKSTREAM"});
+  const std::string payload = PayloadJson(o.payload);
+  double cpu0 = RedisCpuSeconds(*admin);
+  auto start = Clock::now();
+  std::thread producer([&] {
+    auto c = Connect(o);
+    for (int sent = 0; sent < o.tasks;) {
+      int n = std::min(100, o.tasks - sent);
+      for (int i = 0; i < n; ++i) c->Append({"XADD", stream, "*", "payload", payload});
+      if (!c->Flush().ok()) Die("bare producer flush");
+      sent += n;
+    }
+  });
+  auto c = Connect(o);
+  int done = 0;
+  while (done < o.tasks) {
+    auto r = c->BlockingCommand({"XREADGROUP", "GROUP", "g", "c", "COUNT", "100", "BLOCK", "1000",
+                                 "STREAMS", stream, ">"},
+                                std::chrono::milliseconds(3000));
+    if (!r.ok()) Die(r.status().ToString());
+    if (r->is_nil()) continue;
+    std::vector<std::string> ack = {"XACK", stream, "g"};
+    std::vector<std::string> del = {"XDEL", stream};
+    for (auto& e : r->elements[0].elements[1].elements) {
+      ack.push_back(e.elements[0].str);
+      del.push_back(e.elements[0].str);
+    }
+    c->Append(ack);
+    c->Append(del);
+    if (!c->Flush().ok()) Die("bare ack flush");
+    done += static_cast<int>(ack.size() - 3);
+  }
+  producer.join();
+  PhaseResult res;
+  res.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  res.cpu_us_per_task = (RedisCpuSeconds(*admin) - cpu0) * 1e6 / o.tasks;
+  return res;
+}
+
+std::vector<baton::TaskRequest> Requests(int n, const std::string& payload_json) {
+  std::vector<baton::TaskRequest> v(n);
+  auto payload = nlohmann::json::parse(payload_json);
+  for (auto& r : v) {
+    r.ns = "bench";
+    r.task_type = "noop";
+    r.payload = payload;
+  }
+  return v;
+}
+
+PhaseResult BatonDrain(const Options& o) {
+  auto admin = Connect(o);
+  Reset(*admin);
+  std::atomic<int> handled{0};
+  baton::WorkerOptions wo;
+  wo.redis_url = o.redis;
+  wo.default_concurrency = o.concurrency;
+  wo.fetch_batch = 100;
+  baton::Worker worker(wo);
+  worker.Register("bench", "noop", [&](baton::TaskContext&) {
+    handled.fetch_add(1, std::memory_order_relaxed);
+    return baton::Status::Ok();
+  });
+  if (auto st = worker.Start(); !st.ok()) Die(st.ToString());
+  const std::string payload = PayloadJson(o.payload);
+  double cpu0 = RedisCpuSeconds(*admin);
+  auto start = Clock::now();
+  std::thread producer([&] {
+    baton::ClientOptions co;
+    co.redis_url = o.redis;
+    auto client = baton::Client::Connect(co);
+    if (!client.ok()) Die(client.status().ToString());
+    auto batch = Requests(100, payload);
+    for (int sent = 0; sent < o.tasks; sent += 100) {
+      auto r = (*client)->EnqueueMany(batch);
+      if (!r.ok()) Die(r.status().ToString());
+    }
+  });
+  producer.join();
+  // Drained = every task acked: no record left in the index and nothing pending.
+  while (true) {
+    auto left = Must(*admin, {"HLEN", "baton:{bench}:tasks"}).integer;
+    if (left == 0 && handled.load() >= o.tasks) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  PhaseResult res;
+  res.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  res.cpu_us_per_task = (RedisCpuSeconds(*admin) - cpu0) * 1e6 / o.tasks;
+  worker.Stop();
+  return res;
+}
+
+// Bytes of Redis memory per queued task, events excluded (events_maxlen = 0) and included.
+std::pair<double, double> MemoryPerTask(const Options& o) {
+  std::pair<double, double> out;
+  for (int with_events = 0; with_events < 2; ++with_events) {
+    auto admin = Connect(o);
+    Reset(*admin);
+    baton::ClientOptions co;
+    co.redis_url = o.redis;
+    co.events_maxlen = with_events ? 100000 : 0;
+    auto client = baton::Client::Connect(co);
+    if (!client.ok()) Die(client.status().ToString());
+    // Warm up the per-namespace keys so their fixed cost is not counted per task.
+    auto warm = Requests(100, PayloadJson(o.payload));
+    (void)(*client)->EnqueueMany(warm);
+    double before = InfoField(*admin, "memory", "used_memory");
+    auto batch = Requests(100, PayloadJson(o.payload));
+    for (int sent = 0; sent < o.tasks; sent += 100) {
+      auto r = (*client)->EnqueueMany(batch);
+      if (!r.ok()) Die(r.status().ToString());
+    }
+    double after = InfoField(*admin, "memory", "used_memory");
+    (with_events ? out.second : out.first) = (after - before) / o.tasks;
+  }
+  return out;
+}
+
+std::pair<double, double> LightLoadLatency(const Options& o) {
+  auto admin = Connect(o);
+  Reset(*admin);
+  std::vector<double> lat_ms;
+  lat_ms.reserve(o.latency_tasks);
+  std::mutex mu;
+  baton::WorkerOptions wo;
+  wo.redis_url = o.redis;
+  wo.default_concurrency = 1;
+  baton::Worker worker(wo);
+  worker.Register("bench", "latency", [&](baton::TaskContext& ctx) {
+    auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    auto sent = ctx.task().Payload()["sent_us"].get<long long>();
+    std::lock_guard lock(mu);
+    lat_ms.push_back((now - sent) / 1000.0);
+    return baton::Status::Ok();
+  });
+  if (auto st = worker.Start(); !st.ok()) Die(st.ToString());
+  baton::ClientOptions co;
+  co.redis_url = o.redis;
+  auto client = baton::Client::Connect(co);
+  if (!client.ok()) Die(client.status().ToString());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto next = Clock::now();
+  for (int i = 0; i < o.latency_tasks; ++i) {
+    next += std::chrono::microseconds(5000);  // 200 tasks/s
+    std::this_thread::sleep_until(next);
+    baton::TaskRequest r;
+    r.ns = "bench";
+    r.task_type = "latency";
+    r.payload = {{"sent_us", std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count()}};
+    auto res = (*client)->Enqueue(r);
+    if (!res.ok()) Die(res.status().ToString());
+  }
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    {
+      std::lock_guard lock(mu);
+      if (static_cast<int>(lat_ms.size()) >= o.latency_tasks) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  worker.Stop();
+  std::lock_guard lock(mu);
+  if (lat_ms.empty()) Die("no latency samples");
+  std::sort(lat_ms.begin(), lat_ms.end());
+  auto pct = [&](double p) { return lat_ms[std::min(lat_ms.size() - 1, size_t(p * lat_ms.size()))]; };
+  return {pct(0.50), pct(0.99)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--redis") o.redis = argv[i + 1];
+    else if (k == "--tasks") o.tasks = std::atoi(argv[i + 1]);
+    else if (k == "--payload") o.payload = std::atoi(argv[i + 1]);
+    else if (k == "--concurrency") o.concurrency = std::atoi(argv[i + 1]);
+    else if (k == "--latency-tasks") o.latency_tasks = std::atoi(argv[i + 1]);
+    else Die("unknown option " + k);
+  }
+  o.tasks = (o.tasks / 100) * 100;
+  std::printf("tasks=%d payload=%dB worker concurrency=%d\n", o.tasks, o.payload, o.concurrency);
+  auto bare = BareStreams(o);
+  double bare_rate = o.tasks / bare.seconds;
+  std::printf("bare streams : %9.0f tasks/s  redis cpu %5.2f us/task\n", bare_rate,
+              bare.cpu_us_per_task);
+  auto bt = BatonDrain(o);
+  double baton_rate = o.tasks / bt.seconds;
+  std::printf("baton        : %9.0f tasks/s  redis cpu %5.2f us/task  ratio to bare %.2f\n",
+              baton_rate, bt.cpu_us_per_task, baton_rate / bare_rate);
+  auto [mem_no_events, mem_events] = MemoryPerTask(o);
+  std::printf("memory       : %6.0f bytes per queued task (events off), %.0f with events on\n",
+              mem_no_events, mem_events);
+  auto [p50, p99] = LightLoadLatency(o);
+  std::printf("light load   : 200 tasks/s, enqueue-to-start p50 %.3f ms  p99 %.3f ms\n", p50, p99);
+  return 0;
+}

@@ -1,0 +1,75 @@
+#include "cli_context.h"
+
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+namespace baton::cli {
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk:
+      return kExitOk;
+    case StatusCode::kNotFound:
+      return kExitNotFound;
+    case StatusCode::kConflict:
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kVersionMismatch:
+      return kExitConflict;
+    default:
+      return kExitError;
+  }
+}
+
+int Context::Fail(std::string_view command, const Status& status, std::string_view hint) {
+  std::string line = "baton " + std::string(command) + ": " + status.ToString();
+  std::string help(hint);
+  if (help.empty() && status.code() == StatusCode::kUnavailable) {
+    help = "Is Redis running at " + global.redis_url + "? Set --redis or BATON_REDIS_URL.";
+  }
+  std::cerr << line << (help.empty() ? "" : "\n  " + help) << "\n";
+  int code = ExitCodeFor(status);
+  if (global.json) {
+    nlohmann::json error = {{"code", StatusCodeName(status.code())},
+                            {"message", status.message()},
+                            {"exit_code", code}};
+    if (!help.empty()) error["hint"] = help;
+    std::cout << nlohmann::json{{"error", error}}.dump(2) << "\n";
+  }
+  exit_code = code;
+  return code;
+}
+
+int Context::Usage(std::string_view command, std::string_view message) {
+  std::cerr << "baton " << command << ": " << message << "\n  Run 'baton " << command
+            << " --help' for the options.\n";
+  if (global.json) {
+    std::cout << nlohmann::json{{"error",
+                                 {{"code", "usage"},
+                                  {"message", std::string(message)},
+                                  {"exit_code", kExitUsage}}}}
+                     .dump(2)
+              << "\n";
+  }
+  exit_code = kExitUsage;
+  return kExitUsage;
+}
+
+StatusOr<std::unique_ptr<Inspector>> Context::OpenInspector(InspectorOptions options) {
+  options.redis_url = global.redis_url;
+  return Inspector::Connect(options);
+}
+
+StatusOr<std::unique_ptr<Client>> Context::OpenClient() {
+  ClientOptions options;
+  options.redis_url = global.redis_url;
+  return Client::Connect(options);
+}
+
+StatusOr<std::unique_ptr<internal::RedisConnection>> Context::OpenConnection() {
+  auto endpoint = internal::RedisEndpoint::Parse(global.redis_url);
+  if (!endpoint.ok()) return endpoint.status();
+  return internal::RedisConnection::Open(*endpoint);
+}
+
+}  // namespace baton::cli

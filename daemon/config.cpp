@@ -1,0 +1,170 @@
+#include "config.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+
+#include "baton/task.h"
+#include "broker/redis_connection.h"
+#include "health_server.h"
+#include "log.h"
+
+namespace baton::batond {
+
+std::string DefaultInstanceName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::string("batond:") + (host[0] ? host : "localhost") + ":" + std::to_string(getpid());
+}
+
+Status Validate(const DaemonConfig& c) {
+  auto url = internal::RedisEndpoint::Parse(c.redis_url);
+  if (!url.ok()) return Status::InvalidArgument("redis-url", url.status().message());
+  for (const std::string& ns : c.namespaces) {
+    if (!IsValidName(ns)) {
+      return Status::InvalidArgument("namespaces",
+                                     "'" + ns + "' must match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
+    }
+  }
+  if (c.lease.count() < 100) return Status::InvalidArgument("lease-ms", "must be >= 100");
+  if (c.promote_batch < 1 || c.promote_batch > 100000) {
+    return Status::InvalidArgument("promote-batch", "must be 1..100000");
+  }
+  if (c.reclaim_batch < 1 || c.reclaim_batch > 100000) {
+    return Status::InvalidArgument("reclaim-batch", "must be 1..100000");
+  }
+  if (c.reaper_interval.count() < 10) {
+    return Status::InvalidArgument("reaper-interval-ms", "must be >= 10");
+  }
+  if (c.retry_base.count() < 1) return Status::InvalidArgument("retry-base-ms", "must be >= 1");
+  if (c.retry_max < c.retry_base) {
+    return Status::InvalidArgument("retry-max-ms", "must be >= retry-base-ms");
+  }
+  if (c.discovery_interval.count() < 100) {
+    return Status::InvalidArgument("discovery-interval-ms", "must be >= 100");
+  }
+  if (c.cron_grace.count() < 1 || c.cron_grace.count() > 86400) {
+    return Status::InvalidArgument("cron-grace-s", "must be 1..86400");
+  }
+  if (!c.health.empty()) {
+    std::string host;
+    int port = 0;
+    Status s = ParseListenAddress(c.health, &host, &port);
+    if (!s.ok()) return s;
+  }
+  if (auto level = ParseLogLevel(c.log_level); !level.ok()) return level.status();
+  if (auto format = ParseLogFormat(c.log_format); !format.ok()) return format.status();
+  if (c.instance.empty()) return Status::InvalidArgument("instance", "must not be empty");
+  return Status::Ok();
+}
+
+ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
+  DaemonConfig c;
+  c.instance = DefaultInstanceName();
+  long long lease_ms = c.lease.count();
+  long long reaper_ms = c.reaper_interval.count();
+  long long retry_base_ms = c.retry_base.count();
+  long long retry_max_ms = c.retry_max.count();
+  long long discovery_ms = c.discovery_interval.count();
+  long long cron_grace_s = c.cron_grace.count();
+
+  CLI::App app{
+      "batond: Baton's scheduler daemon. Promotes due delayed and retrying tasks, takes back tasks "
+      "whose lease expired, fires cron jobs. Run any number against one Redis.",
+      "batond"};
+  app.set_version_flag("--version", "batond 0.1.0");
+  // CLI11 2.1 reads the environment after the config file, so BATON_CONFIG is applied here, as the
+  // default file name; set, the file must exist.
+  const char* env_config = std::getenv("BATON_CONFIG");
+  const bool has_env_config = env_config != nullptr && *env_config != '\0';
+  app.set_config("--config", has_env_config ? env_config : "",
+                 "Read settings from this INI/TOML file (keys = long flag names; env BATON_CONFIG)",
+                 has_env_config);
+  app.add_option("--redis-url", c.redis_url,
+                 "Redis to serve: redis://[user:password@]host:port[/db] or unix:///path")
+      ->envname("BATON_REDIS_URL")
+      ->capture_default_str();
+  app.add_option("--namespaces", c.namespaces,
+                 "Namespaces to serve, comma separated (default: every one in baton:namespaces, "
+                 "re-read every discovery interval)")
+      ->envname("BATON_NAMESPACES")
+      ->delimiter(',');
+  app.add_option("--lease-ms", lease_ms,
+                 "A task pending this long without a heartbeat is taken back as a failed attempt")
+      ->envname("BATON_LEASE_MS")
+      ->capture_default_str();
+  app.add_option("--promote-batch", c.promote_batch, "Tasks moved per baton_promote call")
+      ->envname("BATON_PROMOTE_BATCH")
+      ->capture_default_str();
+  app.add_option("--reaper-interval-ms", reaper_ms, "How often every consumer group is checked")
+      ->envname("BATON_REAPER_INTERVAL_MS")
+      ->capture_default_str();
+  app.add_option("--reclaim-batch", c.reclaim_batch, "Entries taken back per baton_reclaim call")
+      ->envname("BATON_RECLAIM_BATCH")
+      ->capture_default_str();
+  app.add_option("--retry-base-ms", retry_base_ms,
+                 "Backoff base of an attempt that lost its lease (delay = base * 2^(n-1) + jitter)")
+      ->envname("BATON_RETRY_BASE_MS")
+      ->capture_default_str();
+  app.add_option("--retry-max-ms", retry_max_ms, "Backoff cap of an attempt that lost its lease")
+      ->envname("BATON_RETRY_MAX_MS")
+      ->capture_default_str();
+  app.add_option("--discovery-interval-ms", discovery_ms,
+                 "How often namespaces and task types are re-read")
+      ->envname("BATON_DISCOVERY_INTERVAL_MS")
+      ->capture_default_str();
+  app.add_flag("--cron,!--no-cron", c.cron, "Fire the cron jobs of baton:cron (default on)")
+      ->envname("BATON_CRON");
+  app.add_option("--cron-grace-s", cron_grace_s,
+                 "A cron tick seen later than this counts as missed and follows the job's "
+                 "`missed` policy (skip / run_once)")
+      ->envname("BATON_CRON_GRACE_S")
+      ->capture_default_str();
+  app.add_option("--health", c.health,
+                 "Serve GET /healthz on host:port (e.g. 127.0.0.1:8089; default: off)")
+      ->envname("BATON_HEALTH");
+  app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error, critical, off")
+      ->envname("BATON_LOG_LEVEL")
+      ->capture_default_str();
+  app.add_option("--log-format", c.log_format, "text (key=value) or json (one object per line)")
+      ->envname("BATON_LOG_FORMAT")
+      ->capture_default_str();
+  app.add_flag("--load-functions", c.load_functions,
+               "Load (or upgrade) the Redis Functions library before starting")
+      ->envname("BATON_LOAD_FUNCTIONS");
+  app.add_option("--instance", c.instance, "This instance's name in logs and reclaim events")
+      ->envname("BATON_INSTANCE")
+      ->capture_default_str();
+  app.add_option("--events-maxlen", c.events_maxlen,
+                 "Cap of each namespace's events stream (0 = emit no events)")
+      ->envname("BATON_EVENTS_MAXLEN")
+      ->capture_default_str();
+
+  // A misspelt key in the config file is an error, not a silently ignored setting.
+  app.allow_config_extras(CLI::config_extras_mode::error);
+
+  ParsedCommandLine result;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    result.exit_code = app.exit(e);
+    return result;
+  }
+  c.lease = std::chrono::milliseconds(lease_ms);
+  c.reaper_interval = std::chrono::milliseconds(reaper_ms);
+  c.retry_base = std::chrono::milliseconds(retry_base_ms);
+  c.retry_max = std::chrono::milliseconds(retry_max_ms);
+  c.discovery_interval = std::chrono::milliseconds(discovery_ms);
+  c.cron_grace = std::chrono::seconds(cron_grace_s);
+  Status valid = Validate(c);
+  if (!valid.ok()) {
+    std::fprintf(stderr, "batond: %s\n", valid.message().c_str());
+    result.exit_code = 2;
+    return result;
+  }
+  result.config = std::move(c);
+  return result;
+}
+
+}  // namespace baton::batond

@@ -1,0 +1,106 @@
+#include "broker/enqueue_call.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "broker/task_codec.h"
+#include "core/keys.h"
+
+namespace baton::internal {
+
+std::vector<EnqueueCall> PlanEnqueueCalls(std::span<const EnqueueItem> items,
+                                          std::size_t max_per_call) {
+  // Group first (in order of first appearance), then cut each group into calls.
+  std::vector<EnqueueCall> groups;
+  std::map<std::pair<std::string, std::string>, std::size_t> group_of;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Task& task = items[i].task;
+    auto [it, inserted] = group_of.try_emplace({task.ns, task.task_type}, groups.size());
+    if (inserted) groups.push_back({task.ns, task.task_type, {}});
+    groups[it->second].items.push_back(i);
+  }
+  std::vector<EnqueueCall> calls;
+  for (EnqueueCall& group : groups) {
+    for (std::size_t start = 0; start < group.items.size(); start += max_per_call) {
+      const std::size_t end = std::min(group.items.size(), start + max_per_call);
+      calls.push_back({group.ns, group.task_type,
+                       std::vector<std::size_t>(group.items.begin() + static_cast<long>(start),
+                                                group.items.begin() + static_cast<long>(end))});
+    }
+  }
+  return calls;
+}
+
+std::vector<std::string> BuildEnqueueCommand(const EnqueueCall& call,
+                                             std::span<const EnqueueItem> items,
+                                             std::size_t events_maxlen) {
+  const Keys keys(call.ns);
+  const std::size_t n = call.items.size();
+  std::vector<std::string> argv;
+  argv.reserve(3 + 6 + 2 * n + 3 + 10 * n);
+  argv.push_back("FCALL");
+  argv.push_back("baton_enqueue");
+  argv.push_back(std::to_string(6 + 2 * n));
+  argv.push_back(keys.Stream(call.task_type));
+  argv.push_back(keys.Scheduled(call.task_type));
+  argv.push_back(keys.Tasks());
+  argv.push_back(keys.Bodies());
+  argv.push_back(keys.Events());
+  argv.push_back(keys.Types());
+  for (std::size_t index : call.items) {
+    const EnqueueItem& item = items[index];
+    argv.push_back(keys.Done(item.task.task_id));
+    // Without a unique key the slot still needs a key of this namespace; it is never touched.
+    argv.push_back(keys.Unique(item.unique_key));
+  }
+  argv.push_back(call.task_type);
+  argv.push_back(std::to_string(events_maxlen));
+  argv.push_back(std::to_string(n));
+  for (std::size_t index : call.items) {
+    const EnqueueItem& item = items[index];
+    for (std::string& value :
+         EncodeEnqueueArgs(item.task, item.run_at_ms, item.unique_key, item.unique_ttl_s)) {
+      argv.push_back(std::move(value));
+    }
+  }
+  return argv;
+}
+
+Status ReadEnqueueReply(const Reply& reply, const EnqueueCall& call,
+                        std::span<const EnqueueItem> items, std::vector<EnqueueResult>* results) {
+  if (reply.is_error()) return StatusFromErrorReply(reply);
+  if (!reply.is_array() || reply.elements.size() != call.items.size()) {
+    return Status::Internal("baton_enqueue: expected an array of " +
+                            std::to_string(call.items.size()) + " [status, detail] pairs");
+  }
+  for (std::size_t i = 0; i < call.items.size(); ++i) {
+    const Reply& pair = reply.elements[i];
+    if (!pair.is_array() || pair.elements.size() != 2) {
+      return Status::Internal("baton_enqueue: result " + std::to_string(i) +
+                              " is not a [status, detail] pair");
+    }
+    const std::string status = pair.elements[0].AsString();
+    const Reply& detail = pair.elements[1];
+    EnqueueResult& result = (*results)[call.items[i]];
+    result.task_id = items[call.items[i]].task.task_id;
+    if (status == "queued") {
+      result.outcome = EnqueueOutcome::kQueued;
+      result.stream_id = detail.AsString();
+    } else if (status == "scheduled") {
+      result.outcome = EnqueueOutcome::kScheduled;
+      result.due_ms = detail.AsInteger();
+    } else if (status == "duplicate") {
+      result.outcome = EnqueueOutcome::kDuplicate;
+      result.detail = detail.AsString();
+    } else if (status == "unique_conflict") {
+      result.outcome = EnqueueOutcome::kUniqueConflict;
+      result.detail = detail.AsString();
+    } else {
+      return Status::Internal("baton_enqueue: unknown result status '" + status + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace baton::internal

@@ -1,0 +1,60 @@
+#include "broker/function_library.h"
+
+#include <string>
+
+namespace baton::internal {
+namespace {
+
+const char kLibrarySource[] =
+#include "function_library_source.inc"
+    ;
+
+// The loaded version, "none" when the function does not exist.
+StatusOr<std::string> LoadedVersion(RedisConnection& connection) {
+  StatusOr<Reply> reply = connection.Command({"FCALL_RO", "baton_version", "0"});
+  if (!reply.ok()) return reply.status();
+  if (reply->is_error()) {
+    // "ERR Function not found" (Redis 7.0 wording).
+    if (reply->str.find("not found") != std::string::npos) return std::string("none");
+    return Status::Internal("FCALL_RO baton_version: " + reply->str);
+  }
+  if (reply->type != Reply::Type::kString && reply->type != Reply::Type::kStatus &&
+      reply->type != Reply::Type::kInteger) {
+    return Status::Internal("FCALL_RO baton_version: expected a string reply");
+  }
+  return reply->AsString();
+}
+
+Status VersionMismatch(const std::string& loaded) {
+  return Status(StatusCode::kVersionMismatch,
+                "functions library version " + loaded + " loaded in Redis, this client needs " +
+                    std::string(kFunctionLibraryVersion) + ": run 'baton init'");
+}
+
+}  // namespace
+
+std::string_view FunctionLibrarySource() { return {kLibrarySource, sizeof(kLibrarySource) - 1}; }
+
+Status LoadFunctionLibrary(RedisConnection& connection, std::string* loaded_version) {
+  if (FunctionLibrarySource().empty()) {
+    return Status::Internal("this build embedded no functions library (functions/*.lua missing)");
+  }
+  StatusOr<Reply> reply =
+      connection.Command({"FUNCTION", "LOAD", "REPLACE", std::string(FunctionLibrarySource())});
+  if (!reply.ok()) return reply.status();
+  if (reply->is_error()) return Status::Internal("FUNCTION LOAD: " + reply->str);
+  StatusOr<std::string> version = LoadedVersion(connection);
+  if (!version.ok()) return version.status();
+  if (loaded_version != nullptr) *loaded_version = *version;
+  if (*version != kFunctionLibraryVersion) return VersionMismatch(*version);
+  return Status::Ok();
+}
+
+Status CheckFunctionLibrary(RedisConnection& connection) {
+  StatusOr<std::string> version = LoadedVersion(connection);
+  if (!version.ok()) return version.status();
+  if (*version != kFunctionLibraryVersion) return VersionMismatch(*version);
+  return Status::Ok();
+}
+
+}  // namespace baton::internal

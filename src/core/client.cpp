@@ -1,0 +1,227 @@
+// baton::Client: validates requests, then enqueues them with baton_enqueue in as few round trips
+// as possible (all calls of one EnqueueMany are pipelined), and cancels tasks with baton_cancel.
+#include "baton/client.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <unordered_set>
+#include <utility>
+
+#include "broker/enqueue_call.h"
+#include "broker/function_library.h"
+#include "broker/redis_connection.h"
+#include "core/keys.h"
+#include "core/task_rules.h"
+
+namespace baton {
+namespace {
+
+using internal::EnqueueItem;
+using internal::Reply;
+
+std::int64_t NowUnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The scheduling part of EnqueueOptions, checked.
+StatusOr<EnqueueItem> MakeItem(Task task, const EnqueueOptions& options) {
+  EnqueueItem item;
+  item.task = std::move(task);
+  if (options.run_at) {
+    item.run_at_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(options.run_at->time_since_epoch())
+            .count();
+    if (item.run_at_ms <= 0) {
+      return Status::InvalidArgument("run_at", "must be after 1970-01-01T00:00:00Z");
+    }
+  }
+  if (options.unique_ttl.count() < 0) {
+    return Status::InvalidArgument(
+        "unique_ttl",
+        "must not be negative (got " + std::to_string(options.unique_ttl.count()) + ")");
+  }
+  if (!options.unique_key.empty()) {
+    if (options.unique_ttl.count() < 1) {
+      return Status::InvalidArgument("unique_ttl",
+                                     "must be at least 1 second when unique_key is set (got " +
+                                         std::to_string(options.unique_ttl.count()) + ")");
+    }
+    item.unique_key = options.unique_key;
+    item.unique_ttl_s = options.unique_ttl.count();
+  }
+  return item;
+}
+
+}  // namespace
+
+struct Client::Impl {
+  ClientOptions options;
+  std::unique_ptr<internal::RedisConnection> connection;
+  // Namespaces this client has already recorded in baton:namespaces.
+  std::unordered_set<std::string> known_namespaces;
+
+  // A broken connection is reopened (and the library version checked again: the server may have
+  // restarted empty) before the next operation.
+  Status EnsureConnected() {
+    if (!connection->broken()) return Status::Ok();
+    if (Status s = connection->Reconnect(); !s.ok()) return s;
+    return internal::CheckFunctionLibrary(*connection);
+  }
+
+  StatusOr<std::vector<EnqueueResult>> Submit(const std::vector<EnqueueItem>& items);
+};
+
+StatusOr<std::vector<EnqueueResult>> Client::Impl::Submit(const std::vector<EnqueueItem>& items) {
+  if (items.empty()) return std::vector<EnqueueResult>();
+  if (Status s = EnsureConnected(); !s.ok()) return s;
+
+  // baton:namespaces is a plain directory outside any function: one SADD per new namespace per
+  // client, riding in the same round trip as the enqueues.
+  std::vector<std::string> sadd = {"SADD", std::string(internal::Keys::kNamespaces)};
+  for (const EnqueueItem& item : items) {
+    if (known_namespaces.count(item.task.ns) == 0 &&
+        std::find(sadd.begin() + 2, sadd.end(), item.task.ns) == sadd.end()) {
+      sadd.push_back(item.task.ns);
+    }
+  }
+  const bool send_sadd = sadd.size() > 2;
+  if (send_sadd) connection->Append(sadd);
+
+  const std::vector<internal::EnqueueCall> calls = internal::PlanEnqueueCalls(items);
+  for (const internal::EnqueueCall& call : calls) {
+    connection->Append(internal::BuildEnqueueCommand(call, items, options.events_maxlen));
+  }
+  StatusOr<std::vector<Reply>> replies = connection->Flush();
+  if (!replies.ok()) return replies.status();
+
+  std::size_t next = 0;
+  if (send_sadd) {
+    // A failed SADD only costs a retry on the next enqueue; the tasks themselves were written.
+    if (!(*replies)[next].is_error()) known_namespaces.insert(sadd.begin() + 2, sadd.end());
+    ++next;
+  }
+  std::vector<EnqueueResult> results(items.size());
+  Status first_error;
+  for (const internal::EnqueueCall& call : calls) {
+    Status s = internal::ReadEnqueueReply((*replies)[next++], call, items, &results);
+    if (!s.ok() && first_error.ok()) first_error = s;
+  }
+  if (!first_error.ok()) return first_error;
+  return results;
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
+  StatusOr<internal::RedisEndpoint> endpoint = internal::RedisEndpoint::Parse(options.redis_url);
+  if (!endpoint.ok()) return endpoint.status().WithContext("connect");
+  auto connection = internal::RedisConnection::Open(*endpoint, options.timeout);
+  if (!connection.ok()) return connection.status().WithContext("connect");
+  if (Status s = internal::CheckFunctionLibrary(**connection); !s.ok()) {
+    return s.WithContext("connect");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->connection = std::move(connection).value();
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+StatusOr<Task> Client::BuildTask(const TaskRequest& request) {
+  Task task;
+  task.task_id = request.options.task_id ? *request.options.task_id : NewTaskId();
+  task.ns = request.ns;
+  task.task_type = request.task_type;
+  if (!request.payload.is_object()) {
+    return Status::InvalidArgument(
+        "payload", "must be a JSON object (got " +
+                       std::string(internal::task_rules::JsonTypeName(request.payload)) + ")");
+  }
+  task.payload_json =
+      request.payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  task.max_retry = request.options.max_retry;
+  task.delay_seconds = request.options.delay_seconds;
+  task.created_at = NowUnixSeconds();
+  task.execution_timeout = request.options.execution_timeout;
+  task.extra = request.options.extra;
+  if (Status s = task.Validate(); !s.ok()) return s;
+  return task;
+}
+
+StatusOr<EnqueueResult> Client::Enqueue(const TaskRequest& request) {
+  StatusOr<std::vector<EnqueueResult>> results =
+      EnqueueMany(std::span<const TaskRequest>(&request, 1));
+  if (!results.ok()) return results.status();
+  return std::move(results->front());
+}
+
+StatusOr<std::vector<EnqueueResult>> Client::EnqueueMany(std::span<const TaskRequest> requests) {
+  std::vector<EnqueueItem> items;
+  items.reserve(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    // One request keeps the plain "enqueue: field: rule" form; a batch says which request.
+    const std::string where =
+        requests.size() == 1 ? "enqueue" : "enqueue: requests[" + std::to_string(i) + "]";
+    StatusOr<Task> task = BuildTask(requests[i]);
+    if (!task.ok()) return task.status().WithContext(where);
+    StatusOr<EnqueueItem> item = MakeItem(std::move(task).value(), requests[i].options);
+    if (!item.ok()) return item.status().WithContext(where);
+    items.push_back(std::move(item).value());
+  }
+  StatusOr<std::vector<EnqueueResult>> results = impl_->Submit(items);
+  if (!results.ok()) return results.status().WithContext("enqueue");
+  return results;
+}
+
+StatusOr<EnqueueResult> Client::EnqueueTask(const Task& task, const EnqueueOptions& scheduling) {
+  if (Status s = task.Validate(); !s.ok()) return s.WithContext("enqueue");
+  StatusOr<EnqueueItem> item = MakeItem(task, scheduling);
+  if (!item.ok()) return item.status().WithContext("enqueue");
+  std::vector<EnqueueItem> items;
+  items.push_back(std::move(item).value());
+  StatusOr<std::vector<EnqueueResult>> results = impl_->Submit(items);
+  if (!results.ok()) return results.status().WithContext("enqueue");
+  return std::move(results->front());
+}
+
+Status Client::Cancel(const std::string& ns, const std::string& task_id) {
+  if (Status s = internal::task_rules::CheckName("namespace", ns); !s.ok())
+    return s.WithContext("cancel");
+  if (Status s = internal::task_rules::CheckTaskId(task_id); !s.ok())
+    return s.WithContext("cancel");
+  if (Status s = impl_->EnsureConnected(); !s.ok()) return s.WithContext("cancel");
+  internal::RedisConnection& connection = *impl_->connection;
+  const internal::Keys keys(ns);
+
+  // The record "STATE|TYPE|ATTEMPT|SID" names the type, hence the stream and scheduled keys.
+  StatusOr<Reply> record = connection.Command({"HGET", keys.Tasks(), task_id});
+  if (!record.ok()) return record.status().WithContext("cancel");
+  if (record->is_error()) return internal::StatusFromErrorReply(*record).WithContext("cancel");
+  if (record->is_nil()) {
+    return Status::NotFound("cancel: no live task " + task_id + " in namespace " + ns);
+  }
+  const std::string text = record->AsString();
+  const std::size_t first = text.find('|');
+  const std::size_t second = first == std::string::npos ? first : text.find('|', first + 1);
+  if (second == std::string::npos) {
+    return Status::Internal("cancel: malformed task record '" + text + "'");
+  }
+  const std::string type = text.substr(first + 1, second - first - 1);
+
+  StatusOr<Reply> reply = connection.Command(
+      {"FCALL", "baton_cancel", "7", keys.Stream(type), keys.Scheduled(type), keys.Tasks(),
+       keys.Bodies(), keys.Events(), keys.Done(task_id), keys.Errors(), task_id,
+       std::to_string(impl_->options.done_retention.count()),
+       std::to_string(impl_->options.events_maxlen)});
+  if (!reply.ok()) return reply.status().WithContext("cancel");
+  if (reply->is_error()) return internal::StatusFromErrorReply(*reply).WithContext("cancel");
+  if (reply->AsString() != "cancelled") {
+    return Status::Internal("cancel: unexpected reply '" + reply->AsString() + "'");
+  }
+  return Status::Ok();
+}
+
+}  // namespace baton

@@ -1,0 +1,16 @@
+#pragma once
+// Finds the exact bytes of one member of a JSON object document, so that a task's payload can be
+// kept byte for byte as the producer serialized it (numbers such as 12345678901234567890 or 1.10,
+// key order and escapes survive; a parse/dump round trip would normalise them).
+#include <optional>
+#include <string_view>
+
+namespace baton::internal {
+
+// The text of the value of member `key` of the top-level object in `document`, without
+// surrounding whitespace; the last one when the key repeats (as nlohmann's parser keeps the last).
+// Requires `document` to be valid JSON (call it after a successful parse): the scan checks only
+// what it needs. Returns nullopt when the document is not an object or has no such member.
+std::optional<std::string_view> FindTopLevelMember(std::string_view document, std::string_view key);
+
+}  // namespace baton::internal

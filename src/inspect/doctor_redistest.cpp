@@ -1,0 +1,239 @@
+// The doctor against a real redis-server: every verdict of the "task submitted but never ran"
+// checklist is reproduced by setting up exactly that situation, and so is every queue finding.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "inspect/inspect_test_util.h"
+
+namespace baton::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class DoctorTest : public InspectTest {
+ protected:
+  Verdict Diagnose(const std::string& id, const std::string& ns = kNs) {
+    auto v = inspector_->Doctor(ns, id);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    return v.ok() ? *v : Verdict{};
+  }
+
+  std::vector<DoctorCode> QueueCodes(const std::string& type) {
+    auto d = inspector_->DoctorQueue(kNs, type);
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    std::vector<DoctorCode> codes;
+    if (d.ok()) {
+      for (const auto& f : d->findings) codes.push_back(f.code);
+    }
+    return codes;
+  }
+
+  static bool Has(const std::vector<DoctorCode>& codes, DoctorCode code) {
+    return std::find(codes.begin(), codes.end(), code) != codes.end();
+  }
+
+  static EnqueueOptions Delayed(std::int64_t seconds) {
+    EnqueueOptions o;
+    o.delay_seconds = seconds;
+    return o;
+  }
+};
+
+TEST_F(DoctorTest, NotFoundSaysWhereElseTheIdLives) {
+  Verdict v = Diagnose("never-enqueued");
+  EXPECT_EQ(v.code, DoctorCode::kNotFound);
+  EXPECT_EQ(v.severity, Severity::kProblem);
+  EXPECT_NE(v.message.find("wrong namespace"), std::string::npos) << v.message;
+
+  EnqueueOptions o;
+  o.task_id = "order-42";
+  Enqueue("t", "{}", o, "billing");
+  Verdict elsewhere = Diagnose("order-42");
+  EXPECT_EQ(elsewhere.code, DoctorCode::kNotFound);
+  EXPECT_NE(elsewhere.message.find("--ns billing"), std::string::npos) << elsewhere.message;
+  EXPECT_EQ(elsewhere.facts["found_in_namespaces"], nlohmann::json::array({"billing"}));
+}
+
+TEST_F(DoctorTest, ScheduledAsksAboutDelaySeconds) {
+  std::string id = Enqueue("t", "{}", Delayed(3600));
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kScheduled);
+  EXPECT_NE(v.message.find("delay_seconds=3600: did you mean 0?"), std::string::npos) << v.message;
+  EXPECT_GT(v.facts["in_ms"].get<std::int64_t>(), 3500000);
+  EXPECT_EQ(v.ToJson()["code"], "scheduled");
+}
+
+TEST_F(DoctorTest, OverdueWhenNothingPromotes) {
+  std::string id = Enqueue("t", "{}", Delayed(1));
+  Sleep(1700ms);  // due after 1 s, plus the 0.5 s grace: nobody promoted it
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kOverdue);
+  EXPECT_NE(v.message.find("batond"), std::string::npos);
+}
+
+TEST_F(DoctorTest, RetryingShowsTheLastErrorAndNextAttempt) {
+  std::string id = Enqueue("t");
+  auto d = Dequeue("t", "g", "c1", 1);
+  ASSERT_EQ(Fail("t", "g", d[0], "HTTP 503 from payments"), "retry");
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kRetrying);
+  EXPECT_NE(v.message.find("failed 1 time"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("HTTP 503 from payments"), std::string::npos);
+  EXPECT_NE(v.message.find("1 + max_retry = 4"), std::string::npos) << v.message;
+}
+
+TEST_F(DoctorTest, DeadSaysWhyAndHowToReplay) {
+  std::string id = MakeDead("t", "invalid card number");
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kDead);
+  EXPECT_NE(v.message.find("invalid card number"), std::string::npos);
+  EXPECT_NE(v.message.find("baton dlq replay " + id), std::string::npos);
+}
+
+TEST_F(DoctorTest, NoGroupWhenNoWorkerEverSubscribed) {
+  Enqueue("send_email");
+  std::string id = Enqueue("sendEmail");
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kNoGroup);
+  EXPECT_NE(v.message.find("sendEmail, send_email"), std::string::npos) << v.message;
+}
+
+TEST_F(DoctorTest, GroupCreatedAtLatestSkippedTheBacklog) {
+  std::string id = Enqueue("t");
+  Call({"XGROUP", "CREATE", keys().Stream("t"), "g", "$"});
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kGroupAfterBacklog);
+  EXPECT_NE(v.message.find("XGROUP SETID " + keys().Stream("t") + " g 0"), std::string::npos)
+      << v.message;
+  EXPECT_NE(v.message.find("baton rescue start"), std::string::npos);
+  EXPECT_EQ(v.facts["group"], "g");
+}
+
+TEST_F(DoctorTest, PendingStuckPastTheLease) {
+  std::string id = Enqueue("t");
+  ASSERT_EQ(Dequeue("t", "g", "crashed-worker", 1).size(), 1u);  // never acked
+  Sleep(1300ms);  // lease is 1 s
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kPendingStuck);
+  EXPECT_NE(v.message.find("crashed-worker"), std::string::npos);
+  EXPECT_GT(v.facts["idle_ms"].get<std::int64_t>(), 1000);
+}
+
+TEST_F(DoctorTest, ActiveWithinTheLease) {
+  std::string id = Enqueue("t");
+  ASSERT_EQ(Dequeue("t", "g", "busy-worker", 1).size(), 1u);
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kActive);
+  EXPECT_EQ(v.severity, Severity::kOk);
+  EXPECT_NE(v.message.find("busy-worker"), std::string::npos);
+}
+
+TEST_F(DoctorTest, NoLiveConsumerWhenTheWorkersWentAway) {
+  Enqueue("t");
+  ASSERT_EQ(Dequeue("t", "g", "old-worker", 1).size(), 1u);
+  std::string id = Enqueue("t");
+  Sleep(2300ms);  // consumers are live for 2 s
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kNoLiveConsumer);
+  EXPECT_NE(v.message.find("old-worker"), std::string::npos) << v.message;
+
+  // A group with no consumer at all.
+  std::string other = Enqueue("u");
+  Call({"XGROUP", "CREATE", keys().Stream("u"), "g", "0"});
+  Verdict empty = Diagnose(other);
+  EXPECT_EQ(empty.code, DoctorCode::kNoLiveConsumer);
+  EXPECT_NE(empty.message.find("no consumers at all"), std::string::npos);
+}
+
+TEST_F(DoctorTest, QueuedBehindABacklogWithLiveConsumers) {
+  Enqueue("t");
+  Enqueue("t");
+  Enqueue("t");
+  std::string id = Enqueue("t");
+  ASSERT_EQ(Dequeue("t", "g", "c1", 1).size(), 1u);
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kQueuedBacklog);
+  EXPECT_EQ(v.facts["ahead"], 2);
+  EXPECT_NE(v.message.find("behind 2 entries"), std::string::npos) << v.message;
+}
+
+TEST_F(DoctorTest, LostEntryWhenTheStreamEntryWasDeletedByHand) {
+  std::string id = Enqueue("t");
+  auto task = inspector_->GetTask(kNs, id);
+  Call({"XDEL", keys().Stream("t"), task->stream_id});
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kLostEntry);
+}
+
+TEST_F(DoctorTest, FinishedTasks) {
+  std::string done = Enqueue("t");
+  auto d = Dequeue("t", "g", "c1", 1);
+  Ack("t", "g", d[0], "c1");
+  Verdict v = Diagnose(done);
+  EXPECT_EQ(v.code, DoctorCode::kDone);
+  EXPECT_NE(v.message.find("after 1 attempt on worker c1"), std::string::npos) << v.message;
+
+  std::string cancelled = Enqueue("t");
+  ASSERT_TRUE(client_->Cancel(kNs, cancelled).ok());
+  EXPECT_EQ(Diagnose(cancelled).code, DoctorCode::kCancelled);
+
+  std::string dead = MakeDead("t", "x");
+  ASSERT_TRUE(inspector_->DeleteDead(kNs, dead).ok());
+  EXPECT_EQ(Diagnose(dead).code, DoctorCode::kDeleted);
+}
+
+TEST_F(DoctorTest, QueueUnknownTypeIdleAndHealthy) {
+  EXPECT_EQ(QueueCodes("nope"), std::vector<DoctorCode>{DoctorCode::kNotFound});
+
+  Enqueue("idle");
+  auto d = Dequeue("idle", "g", "c1", 1);
+  ASSERT_EQ(d.size(), 1u);
+  Ack("idle", "g", d[0]);
+  EXPECT_EQ(QueueCodes("idle"), std::vector<DoctorCode>{DoctorCode::kIdle});
+
+  Enqueue("busy");
+  ASSERT_EQ(Dequeue("busy", "g", "c1", 1).size(), 1u);
+  EXPECT_EQ(QueueCodes("busy"), std::vector<DoctorCode>{DoctorCode::kHealthy});
+}
+
+TEST_F(DoctorTest, QueueFindings) {
+  Enqueue("nogroup");
+  EXPECT_TRUE(Has(QueueCodes("nogroup"), DoctorCode::kNoGroup));
+
+  Enqueue("skipped");
+  Enqueue("skipped");
+  Call({"XGROUP", "CREATE", keys().Stream("skipped"), "g", "$"});
+  auto skipped = inspector_->DoctorQueue(kNs, "skipped");
+  ASSERT_TRUE(skipped.ok());
+  ASSERT_EQ(skipped->findings.front().code, DoctorCode::kGroupAfterBacklog);
+  EXPECT_EQ(skipped->findings.front().facts["skipped"], 2);
+
+  for (int i = 0; i < 5; ++i) Enqueue("growing");
+  ASSERT_EQ(Dequeue("growing", "g", "c1", 1).size(), 1u);
+  EXPECT_TRUE(Has(QueueCodes("growing"), DoctorCode::kBacklogGrowing));
+
+  MakeDead("deadq", "boom");
+  EXPECT_TRUE(Has(QueueCodes("deadq"), DoctorCode::kDead));
+
+  Enqueue("stuck");
+  Enqueue("stuck");
+  ASSERT_EQ(Dequeue("stuck", "g", "c1", 1).size(), 1u);
+  Enqueue("late", "{}", Delayed(1));
+  Sleep(2300ms);  // past the lease (1 s), the live window (2 s) and the due time + grace
+  auto stuck = QueueCodes("stuck");
+  EXPECT_TRUE(Has(stuck, DoctorCode::kPendingStuck));
+  EXPECT_TRUE(Has(stuck, DoctorCode::kNoLiveConsumer));
+  EXPECT_TRUE(Has(QueueCodes("late"), DoctorCode::kOverdue));
+
+  // Worst first.
+  auto d = inspector_->DoctorQueue(kNs, "deadq");
+  ASSERT_TRUE(d.ok());
+  for (std::size_t i = 1; i < d->findings.size(); ++i) {
+    EXPECT_GE(static_cast<int>(d->findings[i - 1].severity),
+              static_cast<int>(d->findings[i].severity));
+  }
+}
+
+}  // namespace
+}  // namespace baton::testing

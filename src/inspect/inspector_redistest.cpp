@@ -1,0 +1,346 @@
+// The Inspector against a real redis-server: queue counts in a known situation, pending entries
+// per consumer, GetTask in every state, and the dead-letter queue (list with filters, replay with a
+// new payload, delete, purge).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "inspect/inspect_test_util.h"
+
+namespace baton::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class InspectorTest : public InspectTest {};
+
+EnqueueOptions Delayed(std::int64_t seconds) {
+  EnqueueOptions o;
+  o.delay_seconds = seconds;
+  return o;
+}
+
+TEST_F(InspectorTest, QueuesCountAKnownSituation) {
+  std::string dead = MakeDead("email", "smtp refused");
+  std::string retrying = Enqueue("email");
+  auto first = Dequeue("email", "g", "c1", 1);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(Fail("email", "g", first[0], "timeout talking to smtp"), "retry");
+  for (int i = 0; i < 5; ++i) Enqueue("email", "{\"i\":" + std::to_string(i) + "}");
+  Enqueue("email", "{}", Delayed(3600));
+  Enqueue("email", "{}", Delayed(7200));
+  ASSERT_EQ(Dequeue("email", "g", "c1", 2).size(), 2u);
+  Enqueue("sms");
+
+  auto namespaces = inspector_->ListNamespaces();
+  ASSERT_TRUE(namespaces.ok()) << namespaces.status().ToString();
+  EXPECT_NE(std::find(namespaces->begin(), namespaces->end(), kNs), namespaces->end());
+
+  auto queues = inspector_->ListQueues(kNs);
+  ASSERT_TRUE(queues.ok()) << queues.status().ToString();
+  ASSERT_EQ(queues->size(), 2u);
+  const QueueInfo& email = (*queues)[0];
+  EXPECT_EQ(email.type, "email");
+  EXPECT_EQ(email.stream_length, 5);
+  EXPECT_EQ(email.ready, 3);
+  EXPECT_EQ(email.in_flight, 2);
+  EXPECT_EQ(email.delayed, 2);
+  EXPECT_EQ(email.retrying, 1);
+  EXPECT_TRUE(email.scheduled_split_exact);
+  EXPECT_EQ(email.dead, 1);
+  ASSERT_EQ(email.groups.size(), 1u);
+  EXPECT_EQ(email.groups[0].name, "g");
+  EXPECT_EQ(email.groups[0].pending, 2);
+  ASSERT_EQ(email.groups[0].consumers.size(), 1u);
+  EXPECT_EQ(email.groups[0].consumers[0].name, "c1");
+  EXPECT_EQ(email.groups[0].consumers[0].pending, 2);
+  EXPECT_EQ(email.consumers, 1);
+  EXPECT_EQ(email.live_consumers, 1);
+  ASSERT_TRUE(email.oldest_age_ms.has_value());
+  EXPECT_GE(*email.oldest_age_ms, 0);
+  // Events of the last minute: 7 entered the stream, 4 were delivered, 2 failed, none done.
+  EXPECT_EQ(email.rates.queued, 7);
+  EXPECT_EQ(email.rates.started, 4);
+  EXPECT_EQ(email.rates.failed, 2);
+  EXPECT_EQ(email.rates.done, 0);
+  EXPECT_TRUE(email.rates.exact);
+
+  const QueueInfo& sms = (*queues)[1];
+  EXPECT_EQ(sms.type, "sms");
+  EXPECT_TRUE(sms.groups.empty());
+  EXPECT_EQ(sms.ready, 1);  // no group: everything in the stream waits
+  EXPECT_EQ(sms.in_flight, 0);
+
+  nlohmann::json j = email.ToJson();
+  EXPECT_EQ(j["ready"], 3);
+  EXPECT_EQ(j["groups"][0]["consumers"][0]["name"], "c1");
+  (void)dead;
+  (void)retrying;
+}
+
+TEST_F(InspectorTest, ReadyFallsBackToLengthMinusPendingWhenRedisHasNoLag) {
+  for (int i = 0; i < 4; ++i) Enqueue("t");
+  auto d = Dequeue("t", "g", "c1", 2);
+  ASSERT_EQ(d.size(), 2u);
+  Ack("t", "g", d[1]);  // deletes the group's last delivered entry: Redis cannot compute the lag
+  auto q = inspector_->GetQueue(kNs, "t");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(q->stream_length, 3);
+  EXPECT_EQ(q->in_flight, 1);
+  EXPECT_EQ(q->ready, 2);
+  EXPECT_EQ(q->rates.done, 1);
+}
+
+TEST_F(InspectorTest, GetQueueOfAnUnknownTypeIsNotFound) {
+  auto q = inspector_->GetQueue(kNs, "nope");
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().code(), StatusCode::kNotFound);
+  auto bad = inspector_->GetQueue(kNs, "bad type");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("task_type"), std::string::npos);
+}
+
+TEST_F(InspectorTest, PendingPerConsumerWithTheLongestIdleEntries) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(Enqueue("t"));
+  ASSERT_EQ(Dequeue("t", "g", "c1", 2).size(), 2u);
+  Sleep(30ms);
+  ASSERT_EQ(Dequeue("t", "g", "c2", 1).size(), 1u);
+  auto report = inspector_->Pending(kNs, "t");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->groups.size(), 1u);
+  const PendingGroup& g = report->groups[0];
+  EXPECT_EQ(g.group, "g");
+  EXPECT_EQ(g.count, 3);
+  EXPECT_TRUE(g.complete);
+  ASSERT_EQ(g.consumers.size(), 2u);
+  EXPECT_EQ(g.consumers[0].name, "c1");
+  EXPECT_EQ(g.consumers[0].count, 2);
+  EXPECT_EQ(g.consumers[1].name, "c2");
+  EXPECT_EQ(g.consumers[1].count, 1);
+  EXPECT_GE(g.consumers[0].max_idle_ms, g.consumers[1].max_idle_ms);
+  ASSERT_EQ(g.longest_idle.size(), 3u);
+  EXPECT_EQ(g.longest_idle.back().consumer, "c2");
+  EXPECT_EQ(g.longest_idle.back().task_id, ids[2]);
+  EXPECT_EQ(report->lease_ms, 1000);
+}
+
+TEST_F(InspectorTest, GetTaskQueuedAndActive) {
+  std::string id = Enqueue("t", "{\"to\":\"a@b.c\", \"n\": 1.50}");
+  auto queued = inspector_->GetTask(kNs, id);
+  ASSERT_TRUE(queued.ok()) << queued.status().ToString();
+  EXPECT_EQ(queued->state, TaskState::kQueued);
+  EXPECT_EQ(queued->type, "t");
+  EXPECT_FALSE(queued->stream_id.empty());
+  ASSERT_TRUE(queued->body.has_value());
+  EXPECT_EQ(nlohmann::json::parse(queued->body->payload), nlohmann::json::parse("{\"to\":\"a@b.c\",\"n\":1.50}"));
+  ASSERT_EQ(queued->events.size(), 1u);
+  EXPECT_EQ(queued->events[0].from, "new");
+  EXPECT_EQ(queued->events[0].to, "queued");
+  EXPECT_TRUE(queued->events_complete);
+
+  ASSERT_EQ(Dequeue("t", "g", "worker-7", 1).size(), 1u);
+  auto active = inspector_->GetTask(kNs, id);
+  ASSERT_TRUE(active.ok());
+  EXPECT_EQ(active->state, TaskState::kActive);
+  ASSERT_EQ(active->leases.size(), 1u);
+  EXPECT_EQ(active->leases[0].group, "g");
+  EXPECT_EQ(active->leases[0].consumer, "worker-7");
+  EXPECT_EQ(active->leases[0].deliveries, 1);
+  ASSERT_EQ(active->events.size(), 2u);
+  EXPECT_EQ(active->events[1].to, "active");
+  EXPECT_EQ(active->events[1].worker, "worker-7");
+  EXPECT_EQ(active->ToJson()["state"], "active");
+}
+
+TEST_F(InspectorTest, GetTaskScheduledRetryDeadDone) {
+  std::string scheduled = Enqueue("t", "{\"s\":1}", Delayed(600));
+  auto s = inspector_->GetTask(kNs, scheduled);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->state, TaskState::kScheduled);
+  ASSERT_TRUE(s->due_ms.has_value());
+  EXPECT_GT(*s->due_ms, s->now_ms + 590000);
+  ASSERT_TRUE(s->body.has_value());
+  EXPECT_EQ(s->body->payload, "{\"s\":1}");
+  EXPECT_EQ(s->body->delay_seconds, "600");
+
+  std::string retry = Enqueue("u");
+  auto d = Dequeue("u", "g", "c1", 1);
+  ASSERT_EQ(Fail("u", "g", d[0], "connection reset"), "retry");
+  auto r = inspector_->GetTask(kNs, retry);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->state, TaskState::kRetry);
+  EXPECT_EQ(r->attempts, 1);
+  ASSERT_EQ(r->errors.size(), 1u);
+  EXPECT_EQ(r->errors[0].error, "connection reset");
+  EXPECT_EQ(r->errors[0].stack, "at handler()\nat main()");
+  EXPECT_EQ(r->errors[0].worker, "c1");
+  ASSERT_TRUE(r->due_ms.has_value());
+  EXPECT_EQ(r->events.back().to, "retry");
+  EXPECT_EQ(r->events.back().error, "connection reset");
+
+  std::string dead = MakeDead("v", "bad input", "{\"x\":2}");
+  auto dd = inspector_->GetTask(kNs, dead);
+  ASSERT_TRUE(dd.ok());
+  EXPECT_EQ(dd->state, TaskState::kDead);
+  ASSERT_TRUE(dd->dead_since_ms.has_value());
+  ASSERT_TRUE(dd->body.has_value());
+  EXPECT_EQ(dd->body->payload, "{\"x\":2}");
+  EXPECT_EQ(dd->errors.back().error, "bad input");
+
+  std::string done = Enqueue("w");
+  auto wd = Dequeue("w", "g", "c9", 1);
+  Ack("w", "g", wd[0], "c9");
+  auto dn = inspector_->GetTask(kNs, done);
+  ASSERT_TRUE(dn.ok());
+  EXPECT_EQ(dn->state, TaskState::kDone);
+  EXPECT_EQ(dn->finished_by, "c9");
+  EXPECT_EQ(dn->attempts, 1);
+  EXPECT_FALSE(dn->body.has_value());
+  ASSERT_EQ(dn->events.size(), 3u);
+  EXPECT_EQ(dn->events[2].to, "done");
+  EXPECT_TRUE(dn->events_complete);
+}
+
+TEST_F(InspectorTest, GetTaskCancelledDeletedMissing) {
+  std::string cancelled = Enqueue("t");
+  ASSERT_TRUE(client_->Cancel(kNs, cancelled).ok());
+  auto c = inspector_->GetTask(kNs, cancelled);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->state, TaskState::kCancelled);
+
+  std::string dead = MakeDead("t", "x");
+  ASSERT_TRUE(inspector_->DeleteDead(kNs, dead).ok());
+  auto d = inspector_->GetTask(kNs, dead);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->state, TaskState::kDeleted);
+
+  auto missing = inspector_->GetTask(kNs, "no-such-task");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  auto invalid = inspector_->GetTask(kNs, "bad id!");
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_EQ(invalid.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(InspectorTest, ListDeadFiltersByTypeTimeAndLimit) {
+  std::string a1 = MakeDead("a", "e1");
+  Sleep(15ms);
+  std::string b1 = MakeDead("b", "e2");
+  Sleep(15ms);
+  std::string a2 = MakeDead("a", "e3");
+
+  DeadFilter all;
+  auto list = inspector_->ListDead(kNs, all);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[0].id, a1);
+  EXPECT_EQ((*list)[1].id, b1);
+  EXPECT_EQ((*list)[2].id, a2);
+  EXPECT_EQ((*list)[1].type, "b");
+  EXPECT_EQ((*list)[1].last_error, "e2");
+  EXPECT_EQ((*list)[1].kind, "error");
+  EXPECT_EQ((*list)[1].attempts, 1);
+
+  DeadFilter by_type;
+  by_type.type = "a";
+  auto only_a = inspector_->ListDead(kNs, by_type);
+  ASSERT_EQ(only_a->size(), 2u);
+
+  DeadFilter window;
+  window.since_ms = (*list)[1].dead_since_ms;
+  window.until_ms = (*list)[1].dead_since_ms;
+  auto middle = inspector_->ListDead(kNs, window);
+  ASSERT_EQ(middle->size(), 1u);
+  EXPECT_EQ((*middle)[0].id, b1);
+
+  DeadFilter since;
+  since.since_ms = (*list)[1].dead_since_ms;
+  EXPECT_EQ(inspector_->ListDead(kNs, since)->size(), 2u);
+
+  DeadFilter limited;
+  limited.limit = 2;
+  auto first_two = inspector_->ListDead(kNs, limited);
+  ASSERT_EQ(first_two->size(), 2u);
+  EXPECT_EQ((*first_two)[1].id, b1);
+}
+
+TEST_F(InspectorTest, ReplayWithANewPayloadKeepsTheErrorHistory) {
+  std::string id = MakeDead("t", "bad address", "{\"to\":\"nobody\"}");
+  auto sid = inspector_->ReplayDead(kNs, id, std::string("{\"to\":\"someone@example.com\"}"));
+  ASSERT_TRUE(sid.ok()) << sid.status().ToString();
+  auto task = inspector_->GetTask(kNs, id);
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->state, TaskState::kQueued);
+  EXPECT_EQ(task->stream_id, *sid);
+  EXPECT_EQ(task->body->payload, "{\"to\":\"someone@example.com\"}");
+  EXPECT_EQ(task->body->attempt, "0");
+  ASSERT_EQ(task->errors.size(), 1u);
+  EXPECT_EQ(task->errors[0].error, "bad address");
+  EXPECT_EQ(task->events.back().from, "dead");
+  EXPECT_EQ(task->events.back().to, "queued");
+
+  // It is no longer dead: a second replay is a conflict; unknown ids are not found.
+  auto again = inspector_->ReplayDead(kNs, id);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kConflict);
+  EXPECT_EQ(inspector_->ReplayDead(kNs, "ghost").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(inspector_->DeleteDead(kNs, "ghost").code(), StatusCode::kNotFound);
+}
+
+TEST_F(InspectorTest, ReplayRejectsAPayloadThatIsNotAnObject) {
+  std::string id = MakeDead("t", "x");
+  for (const char* bad : {"[1,2]", "not json", "\"text\""}) {
+    auto r = inspector_->ReplayDead(kNs, id, std::string(bad));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message(), "payload: must be a JSON object");
+  }
+  EXPECT_EQ(inspector_->GetTask(kNs, id)->state, TaskState::kDead);
+}
+
+TEST_F(InspectorTest, ReplayMatchingAndPurgeUseTheFilter) {
+  std::string a1 = MakeDead("a", "e");
+  std::string a2 = MakeDead("a", "e");
+  std::string b1 = MakeDead("b", "e");
+  std::string b2 = MakeDead("b", "e");
+
+  DeadFilter only_a;
+  only_a.type = "a";
+  only_a.limit = 0;
+  auto replayed = inspector_->ReplayDeadMatching(kNs, only_a);
+  ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
+  EXPECT_EQ(replayed->matched, 2u);
+  EXPECT_EQ(replayed->succeeded, 2u);
+  EXPECT_TRUE(replayed->failed_ids.empty());
+  EXPECT_EQ(inspector_->GetTask(kNs, a1)->state, TaskState::kQueued);
+  EXPECT_EQ(inspector_->GetTask(kNs, a2)->state, TaskState::kQueued);
+  EXPECT_EQ(redis_.Integer({"XLEN", keys().Stream("a")}), 2);
+
+  DeadFilter everything;
+  everything.limit = 0;
+  auto purged = inspector_->PurgeDead(kNs, everything);
+  ASSERT_TRUE(purged.ok());
+  EXPECT_EQ(purged->matched, 2u);
+  EXPECT_EQ(purged->succeeded, 2u);
+  EXPECT_EQ(inspector_->GetTask(kNs, b1)->state, TaskState::kDeleted);
+  EXPECT_EQ(inspector_->GetTask(kNs, b2)->state, TaskState::kDeleted);
+  EXPECT_EQ(redis_.Integer({"ZCARD", keys().Dead("b")}), 0);
+  EXPECT_EQ(inspector_->ListDead(kNs, everything)->size(), 0u);
+}
+
+TEST_F(InspectorTest, WritesNeedTheFunctionsLibrary) {
+  std::string id = MakeDead("t", "x");
+  redis_.Command({"FUNCTION", "DELETE", "baton"});
+  Reconnect(Options());
+  auto r = inspector_->ReplayDead(kNs, id);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kVersionMismatch);
+  EXPECT_NE(r.status().message().find("baton init"), std::string::npos);
+  // Reading needs no library.
+  EXPECT_TRUE(inspector_->GetTask(kNs, id).ok());
+}
+
+}  // namespace
+}  // namespace baton::testing

@@ -1,0 +1,82 @@
+#include "inspect/stream_state.h"
+
+#include <algorithm>
+
+namespace baton::internal {
+
+namespace {
+
+bool IsNoSuchKey(const Reply& reply) {
+  return reply.is_error() && reply.str.find("no such key") != std::string::npos;
+}
+
+}  // namespace
+
+const GroupInfo* StreamState::FindGroup(const std::string& name) const {
+  for (const auto& g : groups) {
+    if (g.name == name) return &g;
+  }
+  return nullptr;
+}
+
+StatusOr<StreamState> ReadStreamState(InspectorCore& core, const std::string& stream_key,
+                                      std::int64_t live_window_ms) {
+  StreamState state;
+  auto replies = core.Pipeline({{"XINFO", "STREAM", stream_key}, {"XINFO", "GROUPS", stream_key}});
+  if (!replies.ok()) return replies.status();
+  const Reply& info = (*replies)[0];
+  if (IsNoSuchKey(info)) return state;
+  if (info.is_error()) return ReplyStatus(info).WithContext("XINFO STREAM " + stream_key);
+  auto fields = FieldMap(info);
+  state.exists = true;
+  state.length = FieldInt(fields, "length");
+  state.last_generated_id = FieldText(fields, "last-generated-id");
+  state.entries_added = FieldInt(fields, "entries-added");
+  if (auto it = fields.find("first-entry"); it != fields.end() && it->second->is_array() &&
+                                            !it->second->elements.empty()) {
+    state.first_entry_id = it->second->elements[0].AsString();
+  }
+
+  const Reply& groups = (*replies)[1];
+  if (groups.is_error()) return ReplyStatus(groups).WithContext("XINFO GROUPS " + stream_key);
+  for (const Reply& g : groups.elements) {
+    auto gf = FieldMap(g);
+    GroupInfo group;
+    group.name = FieldText(gf, "name");
+    group.last_delivered_id = FieldText(gf, "last-delivered-id");
+    group.pending = FieldInt(gf, "pending");
+    if (auto it = gf.find("lag"); it != gf.end() && !it->second->is_nil()) {
+      group.lag = it->second->AsInteger();
+    }
+    group.ready = group.lag ? *group.lag : std::max<std::int64_t>(0, state.length - group.pending);
+    state.groups.push_back(std::move(group));
+  }
+  std::sort(state.groups.begin(), state.groups.end(),
+            [](const GroupInfo& a, const GroupInfo& b) { return a.name < b.name; });
+  if (state.groups.empty()) return state;
+
+  std::vector<Command> commands;
+  for (const auto& g : state.groups) commands.push_back({"XINFO", "CONSUMERS", stream_key, g.name});
+  auto consumers = core.Pipeline(commands);
+  if (!consumers.ok()) return consumers.status();
+  for (std::size_t i = 0; i < state.groups.size(); ++i) {
+    GroupInfo& group = state.groups[i];
+    const Reply& list = (*consumers)[i];
+    if (list.is_error()) continue;  // the group was destroyed between the two round trips
+    for (const Reply& c : list.elements) {
+      auto cf = FieldMap(c);
+      ConsumerInfo consumer;
+      consumer.name = FieldText(cf, "name");
+      consumer.pending = FieldInt(cf, "pending");
+      consumer.idle_ms = FieldInt(cf, "idle");
+      consumer.live = consumer.idle_ms < live_window_ms;
+      if (consumer.live) ++group.live_consumers;
+      group.consumers.push_back(std::move(consumer));
+    }
+    std::sort(group.consumers.begin(), group.consumers.end(),
+              [](const ConsumerInfo& a, const ConsumerInfo& b) { return a.name < b.name; });
+  }
+  return state;
+}
+
+}  // namespace baton::internal

@@ -1,0 +1,28 @@
+#pragma once
+// Finding one task: its record or final record, body, errors, where it sits (stream entry and
+// lease, scheduled due time, dead-letter time) and optionally its events. GetTask and the doctor
+// share it.
+#include <optional>
+#include <string>
+
+#include "baton/inspector.h"
+#include "baton/status.h"
+#include "inspect/inspector_core.h"
+#include "inspect/stream_state.h"
+#include "inspect/task_record.h"
+
+namespace baton::internal {
+
+struct TaskLookup {
+  TaskInfo info;
+  std::optional<TaskRecord> record;  // the live record, when there is one
+  bool entry_missing = false;        // queued, but the record's stream entry does not exist
+  StreamState stream;                // queued / active: the work stream and its groups
+};
+
+// kNotFound (message says why it might be missing) when there is neither a live record nor a
+// done marker; kInternal when the record is not in the documented format.
+StatusOr<TaskLookup> LookupTask(InspectorCore& core, const std::string& ns, const std::string& id,
+                                bool with_events);
+
+}  // namespace baton::internal

@@ -1,0 +1,143 @@
+#include "inspect/task_record.h"
+
+#include <charconv>
+
+#include "inspect/inspector_core.h"
+
+namespace baton::internal {
+
+namespace {
+
+bool ParseInt(std::string_view text, std::int64_t* out) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+std::string StringField(const nlohmann::json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_null()) return "";
+  return it->dump();
+}
+
+std::int64_t IntField(const nlohmann::json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end()) return 0;
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  if (it->is_number()) return static_cast<std::int64_t>(it->get<double>());
+  return 0;
+}
+
+// A numeric body field as a JSON number when it is one, else the text (or null when empty).
+nlohmann::json NumberOrText(const std::string& text) {
+  std::int64_t n = 0;
+  if (ParseInt(text, &n)) return n;
+  if (text.empty()) return nullptr;
+  return text;
+}
+
+nlohmann::json JsonOrText(const std::string& text) {
+  if (text.empty()) return nullptr;
+  auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return text;
+  return parsed;
+}
+
+}  // namespace
+
+std::optional<TaskRecord> ParseTaskRecord(std::string_view text) {
+  std::size_t a = text.find('|');
+  if (a == std::string_view::npos) return std::nullopt;
+  std::size_t b = text.find('|', a + 1);
+  if (b == std::string_view::npos) return std::nullopt;
+  std::size_t c = text.find('|', b + 1);
+  if (c == std::string_view::npos) return std::nullopt;
+  TaskRecord record;
+  record.state = std::string(text.substr(0, a));
+  record.type = std::string(text.substr(a + 1, b - a - 1));
+  std::int64_t attempt = 0;
+  if (!ParseInt(text.substr(b + 1, c - b - 1), &attempt)) return std::nullopt;
+  record.attempt = static_cast<int>(attempt);
+  record.sid = std::string(text.substr(c + 1));
+  if (record.state.empty()) return std::nullopt;
+  return record;
+}
+
+std::optional<FinalRecord> ParseFinalRecord(std::string_view json) {
+  auto parsed = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
+  FinalRecord record;
+  record.state = StringField(parsed, "state");
+  if (record.state.empty()) record.state = "done";
+  record.type = StringField(parsed, "type");
+  record.attempts = static_cast<int>(IntField(parsed, "attempts"));
+  record.finished_ms = IntField(parsed, "finished_ms");
+  record.worker = StringField(parsed, "worker");
+  return record;
+}
+
+std::optional<TaskBody> ParseStoredBody(std::string_view json) {
+  auto parsed = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
+  TaskBody body;
+  body.payload = StringField(parsed, "payload");
+  body.max_retry = StringField(parsed, "max_retry");
+  body.delay_seconds = StringField(parsed, "delay_seconds");
+  body.created_at = StringField(parsed, "created_at");
+  body.execution_timeout = StringField(parsed, "execution_timeout");
+  body.extra = StringField(parsed, "extra");
+  return body;
+}
+
+TaskBody BodyFromEntry(const Reply& fields) {
+  auto map = FieldMap(fields);
+  TaskBody body;
+  body.payload = FieldText(map, "payload");
+  body.max_retry = FieldText(map, "max_retry");
+  body.delay_seconds = FieldText(map, "delay_seconds");
+  body.created_at = FieldText(map, "created_at");
+  body.execution_timeout = FieldText(map, "execution_timeout");
+  body.extra = FieldText(map, "extra");
+  body.attempt = FieldText(map, "attempt");
+  return body;
+}
+
+std::int64_t BodyCreatedAt(const TaskBody& body) {
+  std::int64_t n = 0;
+  return ParseInt(body.created_at, &n) ? n : 0;
+}
+
+std::vector<TaskError> ParseErrors(std::string_view json) {
+  std::vector<TaskError> errors;
+  auto parsed = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_array()) return errors;
+  for (const auto& e : parsed) {
+    if (!e.is_object()) continue;
+    TaskError error;
+    error.attempt = static_cast<int>(IntField(e, "attempt"));
+    error.kind = StringField(e, "kind");
+    error.error = StringField(e, "error");
+    error.stack = StringField(e, "stack");
+    error.worker = StringField(e, "worker");
+    error.at_ms = IntField(e, "at_ms");
+    errors.push_back(std::move(error));
+  }
+  return errors;
+}
+
+nlohmann::json BodyToJson(const TaskBody& body) {
+  nlohmann::json out = {
+      {"payload", JsonOrText(body.payload)},
+      {"max_retry", NumberOrText(body.max_retry)},
+      {"delay_seconds", NumberOrText(body.delay_seconds)},
+      {"created_at", NumberOrText(body.created_at)},
+      {"execution_timeout", NumberOrText(body.execution_timeout)},
+      {"extra", JsonOrText(body.extra)},
+  };
+  if (!body.attempt.empty()) out["attempt"] = NumberOrText(body.attempt);
+  return out;
+}
+
+}  // namespace baton::internal

@@ -1,0 +1,203 @@
+// The promoter against a real redis-server: RunOnce, the sleep-until-due loop woken early by
+// baton:wakeup, and two promoters racing over the same due tasks.
+#include "scheduler/promoter.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <functional>
+#include <thread>
+
+#include "baton/client.h"
+#include "core/keys.h"
+#include "harness/redis_server.h"
+
+namespace baton::internal {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using baton::testing::RedisServer;
+
+constexpr const char* kNs = "pt";
+
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() > deadline) return done();
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+class PromoterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    redis_.LoadFunctions();
+    ClientOptions options;
+    options.redis_url = redis_.url();
+    auto client = Client::Connect(options);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    client_ = std::move(*client);
+  }
+
+  // Enqueues `n` tasks of `type` due at `run_at` (one pipelined batch).
+  void EnqueueAt(const std::string& type, int n, std::chrono::system_clock::time_point run_at) {
+    std::vector<TaskRequest> reqs(static_cast<std::size_t>(n));
+    for (auto& r : reqs) {
+      r.ns = kNs;
+      r.task_type = type;
+      r.options.run_at = run_at;
+    }
+    auto res = client_->EnqueueMany(reqs);
+    ASSERT_TRUE(res.ok()) << res.status().ToString();
+    for (const auto& one : *res) ASSERT_EQ(one.outcome, EnqueueOutcome::kScheduled);
+  }
+
+  Promoter::Options Opts() const {
+    Promoter::Options o;
+    o.redis_url = redis_.url();
+    return o;
+  }
+  long long Len(const std::string& type) {
+    return redis_.Integer({"XLEN", Keys(kNs).Stream(type)});
+  }
+  long long Scheduled(const std::string& type) {
+    return redis_.Integer({"ZCARD", Keys(kNs).Scheduled(type)});
+  }
+
+  RedisServer redis_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(PromoterTest, RunOnceMovesOnlyDueTasksAndReportsTheNextDueTime) {
+  auto now = std::chrono::system_clock::now();
+  EnqueueAt("t", 5, now + 200ms);
+  EnqueueAt("t", 1, now + 60s);
+  Promoter::Options o = Opts();
+  o.limit = 2;  // forces RunOnce to loop: 2 + 2 + 1
+  Promoter promoter(o);
+
+  auto early = promoter.RunOnce(kNs, "t");
+  ASSERT_TRUE(early.ok()) << early.status().ToString();
+  EXPECT_EQ(early->promoted, 0);
+  EXPECT_GT(early->next_due_ms, early->now_ms);
+
+  std::this_thread::sleep_for(300ms);
+  auto due = promoter.RunOnce(kNs, "t");
+  ASSERT_TRUE(due.ok()) << due.status().ToString();
+  EXPECT_EQ(due->promoted, 5);
+  EXPECT_EQ(Len("t"), 5);
+  EXPECT_EQ(Scheduled("t"), 1);
+  EXPECT_GE(due->next_due_ms - due->now_ms, 55000);  // the 60 s task is next
+  EXPECT_EQ(promoter.promoted_total(), 5u);
+
+  auto empty = promoter.RunOnce(kNs, "other");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->promoted, 0);
+  EXPECT_EQ(empty->next_due_ms, -1);
+}
+
+TEST_F(PromoterTest, RunPassDiscoversEveryTypeOfEveryNamespace) {
+  auto now = std::chrono::system_clock::now();
+  EnqueueAt("a", 2, now + 100ms);
+  EnqueueAt("b", 3, now + 100ms);
+  // The directory the pass walks (clients and workers fill it in).
+  redis_.Command({"SADD", std::string(Keys::kNamespaces), kNs});
+  redis_.Command({"SADD", Keys(kNs).Types(), "a", "b"});
+  std::this_thread::sleep_for(200ms);
+  Promoter promoter(Opts());
+  auto pass = promoter.RunPass();
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  EXPECT_EQ(pass->promoted, 5);
+  EXPECT_EQ(pass->next_due_ms, -1);
+  EXPECT_EQ(Len("a"), 2);
+  EXPECT_EQ(Len("b"), 3);
+}
+
+TEST_F(PromoterTest, LoopWakesUpForAnEarlierTask) {
+  auto now = std::chrono::system_clock::now();
+  EnqueueAt("w", 1, now + 10s);
+  Promoter::Options o = Opts();
+  o.interval = 30s;  // only the wake-up message can make it run before the 10 s task is due
+  Promoter promoter(o);
+  ASSERT_TRUE(promoter.Start().ok());
+  std::this_thread::sleep_for(300ms);  // the loop is now sleeping until +10 s
+
+  auto due = std::chrono::system_clock::now() + 300ms;
+  EnqueueAt("w", 1, due);
+  ASSERT_TRUE(WaitUntil([&] { return Len("w") == 1; }, 3s));
+  auto late = std::chrono::system_clock::now() - due;
+  EXPECT_GE(late, -20ms);  // never before it is due (Redis' clock decides, same host)
+  EXPECT_LT(late, 400ms) << "promoted "
+                         << std::chrono::duration_cast<std::chrono::milliseconds>(late).count()
+                         << " ms after due";
+  EXPECT_EQ(Scheduled("w"), 1);  // the 10 s one still waits
+  promoter.Stop();
+}
+
+TEST_F(PromoterTest, LoopSleepsUntilTheEarliestDueTime) {
+  auto now = std::chrono::system_clock::now();
+  auto due = now + 700ms;
+  EnqueueAt("s", 1, due);
+  Promoter::Options o = Opts();
+  o.interval = 30s;
+  o.types = {{kNs, "s"}};
+  Promoter promoter(o);
+  ASSERT_TRUE(promoter.Start().ok());
+  ASSERT_TRUE(WaitUntil([&] { return Len("s") == 1; }, 3s));
+  auto late = std::chrono::system_clock::now() - due;
+  EXPECT_GE(late, -20ms);
+  EXPECT_LT(late, 400ms);
+  promoter.Stop();
+}
+
+TEST_F(PromoterTest, TwoPromotersNeverPromoteATaskTwice) {
+  constexpr int kN = 2000;
+  EnqueueAt("race", kN, std::chrono::system_clock::now() + 300ms);
+  std::this_thread::sleep_for(400ms);
+  Promoter::Options o = Opts();
+  o.limit = 50;
+  Promoter p1(o);
+  Promoter p2(o);
+  std::int64_t n1 = 0;
+  std::int64_t n2 = 0;
+  std::thread t1([&] {
+    auto r = p1.RunOnce(kNs, "race");
+    n1 = r.ok() ? r->promoted : -1;
+  });
+  std::thread t2([&] {
+    auto r = p2.RunOnce(kNs, "race");
+    n2 = r.ok() ? r->promoted : -1;
+  });
+  t1.join();
+  t2.join();
+  ASSERT_GE(n1, 0);
+  ASSERT_GE(n2, 0);
+  EXPECT_EQ(n1 + n2, kN);
+  EXPECT_EQ(Len("race"), kN);
+  EXPECT_EQ(Scheduled("race"), 0);
+  auto entries = redis_.Command({"XRANGE", Keys(kNs).Stream("race"), "-", "+"});
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < entries->elements; ++i) {
+    redisReply* fields = entries->element[i]->element[1];
+    ASSERT_EQ(std::string(fields->element[0]->str), "id");
+    ids.insert(fields->element[1]->str);
+  }
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(kN));  // each task exactly once
+}
+
+TEST(WakeupMessageTest, Parses) {
+  WakeupMessage m;
+  ASSERT_TRUE(ParseWakeupMessage("ns|type|1722489600123", &m));
+  EXPECT_EQ(m.ns, "ns");
+  EXPECT_EQ(m.type, "type");
+  EXPECT_EQ(m.due_ms, 1722489600123);
+  EXPECT_FALSE(ParseWakeupMessage("ns|type|", &m));
+  EXPECT_FALSE(ParseWakeupMessage("ns|type|12x", &m));
+  EXPECT_FALSE(ParseWakeupMessage("ns|12", &m));
+  EXPECT_FALSE(ParseWakeupMessage("|t|12", &m));
+}
+
+}  // namespace
+}  // namespace baton::internal

@@ -1,0 +1,440 @@
+#include "worker/type_runner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+
+#include "core/keys.h"
+
+namespace baton::internal {
+
+namespace {
+
+constexpr std::size_t kAcksPerCall = 256;
+// While tasks are in flight, XREAD blocks at most this long so that their acks are sent promptly:
+// the fetcher is the only thread that talks to Redis for this type, and it cannot flush while it
+// sits in XREAD. An idle fetcher (nothing in flight) blocks for the full WorkerOptions::block.
+constexpr std::chrono::milliseconds kBusyBlock{100};
+constexpr std::size_t kDequeueCountIndex = 11;  // see dequeue_argv_
+constexpr std::size_t kEntryValues = 9;
+
+// baton_fail argv positions (see fail_argv_).
+constexpr std::size_t kFailId = 11;
+constexpr std::size_t kFailSid = 12;
+constexpr std::size_t kFailKind = 14;
+constexpr std::size_t kFailMessage = 15;
+constexpr std::size_t kFailStack = 16;
+constexpr std::size_t kFailJitter = 19;
+
+void Log(const RunnerSettings& s, const std::string& what) {
+  std::fprintf(stderr, "baton worker %s/%s: %s\n", s.ns.c_str(), s.type.c_str(), what.c_str());
+}
+
+}  // namespace
+
+TypeRunner::TypeRunner(RunnerSettings settings, std::shared_ptr<WorkerCounters> counters)
+    : settings_(std::move(settings)),
+      counters_(std::move(counters)),
+      rng_(std::random_device{}()),
+      slots_(new Slot[static_cast<std::size_t>(std::max(settings_.concurrency, 1))]) {
+  Keys keys(settings_.ns);
+  stream_key_ = keys.Stream(settings_.type);
+  dequeue_argv_ = {"FCALL",       "baton_dequeue",
+                   "6",           stream_key_,
+                   keys.Tasks(),  keys.Events(),
+                   keys.Bodies(), keys.Errors(),
+                   keys.Dead(settings_.type), settings_.group,
+                   settings_.consumer, "1",
+                   std::to_string(settings_.events_maxlen)};
+  fail_argv_ = {"FCALL", "baton_fail", "7", stream_key_, keys.Scheduled(settings_.type),
+                keys.Dead(settings_.type), keys.Tasks(), keys.Bodies(), keys.Errors(),
+                keys.Events(), settings_.group, "", "", settings_.consumer, "", "", "",
+                std::to_string(settings_.retry.base.count()),
+                std::to_string(settings_.retry.max.count()), "0",
+                std::to_string(settings_.events_maxlen)};
+  ack_prefix_ = {"FCALL",      "baton_ack",    "6",           stream_key_,
+                 keys.Scheduled(settings_.type), keys.Tasks(), keys.Events(), keys.Errors(),
+                 keys.Bodies()};
+  done_prefix_ = keys.Done("");
+}
+
+TypeRunner::~TypeRunner() {
+  // Normally the Worker joined or detached every thread; this covers a failed Start.
+  if (fetcher_.joinable()) fetcher_.join();
+  for (std::thread& t : handlers_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+Status TypeRunner::Start() {
+  StatusOr<std::unique_ptr<RedisConnection>> conn = RedisConnection::Open(settings_.endpoint);
+  if (!conn.ok()) return conn.status();
+  conn_ = std::move(*conn);
+  StatusOr<Reply> id = conn_->Command({"CLIENT", "ID"});
+  if (id.ok() && !id->is_error()) client_id_ = id->AsInteger();
+  std::shared_ptr<TypeRunner> self = shared_from_this();
+  for (int i = 0; i < settings_.concurrency; ++i) {
+    handlers_.emplace_back([self, i] { self->HandlerLoop(i); });
+  }
+  fetcher_ = std::thread([self] { self->FetchLoop(); });
+  return Status::Ok();
+}
+
+void TypeRunner::BeginStop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopping_ = true;
+  fetch_cv_.notify_all();
+}
+
+bool TypeRunner::Drained() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_flight_ == 0 && completions_.empty();
+}
+
+void TypeRunner::Abandon() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopping_ = true;
+  abandon_ = true;
+  for (int i = 0; i < settings_.concurrency; ++i) {
+    if (slots_[i].busy) {
+      slots_[i].abandoned = true;
+      slots_[i].cancel.store(true);
+    }
+  }
+  fetch_cv_.notify_all();
+}
+
+void TypeRunner::JoinFetcher() {
+  if (fetcher_.joinable()) fetcher_.join();
+}
+
+void TypeRunner::StopPool(std::chrono::milliseconds wait) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pool_exit_ = true;
+  }
+  pool_cv_.notify_all();
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool any_busy = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int i = 0; i < settings_.concurrency; ++i) any_busy = any_busy || slots_[i].busy;
+    }
+    if (!any_busy) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (int i = 0; i < settings_.concurrency; ++i) {
+    bool busy;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy = slots_[i].busy;
+    }
+    // A busy thread runs a handler that ignored cancellation: it holds a shared_ptr to this
+    // runner, so detaching it is safe; it exits when the handler returns.
+    if (!handlers_[i].joinable()) continue;
+    if (busy) {
+      handlers_[i].detach();
+    } else {
+      handlers_[i].join();
+    }
+  }
+}
+
+void TypeRunner::CheckDeadlines(std::chrono::steady_clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int i = 0; i < settings_.concurrency; ++i) {
+    Slot& s = slots_[i];
+    if (s.busy && !s.timed_out && s.deadline <= now) {
+      // Past the deadline: cancel, and stop extending the lease so that, if the handler ignores
+      // the cancellation, the reaper hands the task to another worker.
+      s.timed_out = true;
+      s.heartbeating = false;
+      s.cancel.store(true);
+    }
+  }
+}
+
+void TypeRunner::HeartbeatSids(std::vector<std::string>* sids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int i = 0; i < settings_.concurrency; ++i) {
+    if (slots_[i].busy && slots_[i].heartbeating) sids->push_back(slots_[i].sid);
+  }
+}
+
+void TypeRunner::OnExtendReply(const std::vector<std::string>& sent, const Reply& held) {
+  if (held.is_error()) {
+    Log(settings_, "baton_extend: " + held.str);
+    return;
+  }
+  std::vector<std::string> still;
+  still.reserve(held.elements.size());
+  for (const Reply& e : held.elements) still.push_back(e.AsString());
+  std::sort(still.begin(), still.end());
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& sid : sent) {
+    if (std::binary_search(still.begin(), still.end(), sid)) continue;
+    for (int i = 0; i < settings_.concurrency; ++i) {
+      Slot& s = slots_[i];
+      if (s.busy && s.heartbeating && s.sid == sid) {
+        s.heartbeating = false;
+        s.cancel.store(true);
+      }
+    }
+  }
+}
+
+void TypeRunner::HandlerLoop(int index) {
+  Slot& slot = slots_[index];
+  while (true) {
+    DeliveredTask delivered;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      pool_cv_.wait(lock, [this] { return !ready_.empty() || pool_exit_; });
+      if (pool_exit_) return;  // a task still in ready_ is left to the lease
+      delivered = std::move(ready_.front());
+      ready_.pop_front();
+      if (delivered.task.execution_timeout) {
+        deadline = std::chrono::steady_clock::now() +
+                   std::chrono::seconds(*delivered.task.execution_timeout);
+      }
+      slot.busy = true;
+      slot.sid = delivered.stream_id;
+      slot.deadline = deadline;
+      slot.heartbeating = true;
+      slot.timed_out = false;
+      slot.abandoned = abandon_;
+      slot.cancel.store(abandon_);
+    }
+    TaskContext context(&delivered.task, delivered.attempt, delivered.stream_id, &slot.cancel,
+                        deadline);
+    AttemptOutcome outcome = RunAttempt(settings_.handler, context);
+    bool late = std::chrono::steady_clock::now() > deadline;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (late || slot.timed_out) {
+        // Past the deadline the attempt fails as a timeout whatever the handler returned: the
+        // lease was no longer extended, so another worker may already own the task.
+        outcome = TimeoutOutcome(delivered.task.execution_timeout.value_or(0));
+      }
+      if (!slot.abandoned) {
+        completions_.push_back(Completion{std::move(delivered.task.task_id),
+                                          std::move(delivered.stream_id), outcome.failure,
+                                          std::move(outcome.message), std::move(outcome.stack)});
+      }
+      slot.busy = false;
+      slot.heartbeating = false;
+      --in_flight_;
+    }
+    fetch_cv_.notify_one();
+  }
+}
+
+void TypeRunner::WaitBackoff() {
+  std::chrono::milliseconds delay = backoff_.Next();
+  std::unique_lock<std::mutex> lock(mu_);
+  fetch_cv_.wait_for(lock, delay, [this] { return abandon_; });
+}
+
+bool TypeRunner::EnsureConnected() {
+  if (!conn_->broken()) return true;
+  WaitBackoff();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (abandon_) return false;
+  }
+  Status st = conn_->Reconnect();
+  if (!st.ok()) {
+    Log(settings_, "reconnect: " + st.ToString());
+    return false;
+  }
+  StatusOr<Reply> id = conn_->Command({"CLIENT", "ID"});
+  if (id.ok() && !id->is_error()) client_id_ = id->AsInteger();
+  return !conn_->broken();
+}
+
+void TypeRunner::FetchLoop() {
+  std::vector<Completion> batch;
+  std::string last_id;
+  while (true) {
+    if (!EnsureConnected()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Redis is unreachable: when stopping, what is left is left to the lease.
+      if (abandon_ || (stopping_ && in_flight_ == 0)) break;
+      continue;
+    }
+    int count = 0;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      fetch_cv_.wait(lock, [this] {
+        return !completions_.empty() || abandon_ ||
+               (stopping_ ? in_flight_ == 0 : in_flight_ < settings_.concurrency);
+      });
+      if (completions_.empty() && stopping_) break;  // drained, or abandoned
+      batch.swap(completions_);
+      if (!stopping_) count = std::min(settings_.concurrency - in_flight_, settings_.fetch_batch);
+    }
+    AppendCompletions(batch);
+    if (count > 0) {
+      dequeue_argv_[kDequeueCountIndex] = std::to_string(count);
+      conn_->Append(dequeue_argv_);
+    }
+    StatusOr<std::vector<Reply>> replies = conn_->Flush();
+    if (!replies.ok()) {
+      Log(settings_, replies.status().ToString());
+      // Sent again after the reconnect: an ack or fail that did run returns gone / stale.
+      std::lock_guard<std::mutex> lock(mu_);
+      completions_.insert(completions_.begin(), std::make_move_iterator(batch.begin()),
+                          std::make_move_iterator(batch.end()));
+      batch.clear();
+      continue;
+    }
+    backoff_.Reset();
+    HandleCompletionReplies(batch, *replies);
+    batch.clear();
+    if (count > 0 && !replies->empty()) {
+      std::size_t delivered = HandleDequeueReply(replies->back(), &last_id);
+      if (delivered == 0 && !last_id.empty()) BlockForNewEntries(last_id);
+    }
+  }
+  fetcher_exited_ = true;
+}
+
+void TypeRunner::AppendCompletions(const std::vector<Completion>& batch) {
+  // Acks first, up to kAcksPerCall per call, then one baton_fail per failure.
+  std::size_t acks = 0;
+  for (const Completion& c : batch) acks += c.failure == FailureKind::kNone ? 1 : 0;
+  std::size_t next = 0;
+  while (acks > 0) {
+    std::size_t n = std::min(acks, kAcksPerCall);
+    acks -= n;
+    scratch_argv_.assign(ack_prefix_.begin(), ack_prefix_.end());
+    scratch_argv_[2] = std::to_string(6 + n);
+    std::size_t first = next;
+    std::size_t taken = 0;
+    for (; next < batch.size() && taken < n; ++next) {
+      if (batch[next].failure != FailureKind::kNone) continue;
+      scratch_argv_.push_back(done_prefix_ + batch[next].id);
+      ++taken;
+    }
+    scratch_argv_.push_back(settings_.group);
+    scratch_argv_.push_back(std::to_string(settings_.done_retention.count()));
+    scratch_argv_.push_back(std::to_string(settings_.events_maxlen));
+    scratch_argv_.push_back(std::to_string(n));
+    for (std::size_t i = first; i < next; ++i) {
+      if (batch[i].failure != FailureKind::kNone) continue;
+      scratch_argv_.push_back(batch[i].id);
+      scratch_argv_.push_back(batch[i].sid);
+    }
+    scratch_argv_.push_back(settings_.consumer);
+    conn_->Append(scratch_argv_);
+  }
+  std::uniform_real_distribution<double> jitter(0.0, 1.0);
+  for (const Completion& c : batch) {
+    if (c.failure == FailureKind::kNone) continue;
+    fail_argv_[kFailId] = c.id;
+    fail_argv_[kFailSid] = c.sid;
+    fail_argv_[kFailKind] = std::string(FailureKindName(c.failure));
+    fail_argv_[kFailMessage] = c.message;
+    fail_argv_[kFailStack] = c.stack;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6f", std::min(jitter(rng_), 0.999999));
+    fail_argv_[kFailJitter] = buf;
+    conn_->Append(fail_argv_);
+  }
+}
+
+void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
+                                         const std::vector<Reply>& replies) {
+  std::size_t acks = 0;
+  for (const Completion& c : batch) acks += c.failure == FailureKind::kNone ? 1 : 0;
+  std::size_t r = 0;
+  for (std::size_t done = 0; done < acks && r < replies.size(); done += kAcksPerCall, ++r) {
+    const Reply& reply = replies[r];
+    if (reply.is_error()) {
+      Log(settings_, "baton_ack: " + reply.str);
+      continue;
+    }
+    for (const Reply& status : reply.elements) {
+      const std::string s = status.AsString();
+      if (s == "done" || s == "stale_done") counters_->succeeded.fetch_add(1);
+    }
+  }
+  for (const Completion& c : batch) {
+    if (c.failure == FailureKind::kNone) continue;
+    if (r >= replies.size()) break;
+    const Reply& reply = replies[r++];
+    if (reply.is_error()) {
+      Log(settings_, "baton_fail " + c.id + ": " + reply.str);
+      continue;
+    }
+    const std::string verdict = reply.elements.empty() ? "" : reply.elements[0].AsString();
+    if (verdict == "retry" || verdict == "dead") counters_->failed.fetch_add(1);
+    if (verdict == "dead") counters_->dead.fetch_add(1);
+  }
+}
+
+std::size_t TypeRunner::HandleDequeueReply(const Reply& reply, std::string* last_id) {
+  if (reply.is_error() || !reply.is_array() || reply.elements.size() < 2) {
+    Log(settings_, "baton_dequeue: " + (reply.is_error() ? reply.str : "unexpected reply"));
+    last_id->clear();
+    WaitBackoff();  // e.g. the functions library was unloaded: do not spin
+    return 0;
+  }
+  const Reply& entries = reply.elements[0];
+  *last_id = reply.elements[1].AsString();
+  const std::size_t n = entries.elements.size() / kEntryValues;
+  if (n == 0) return 0;
+  std::vector<DeliveredTask> decoded;
+  std::vector<Completion> malformed;
+  decoded.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::string sid;
+    std::string id;
+    StatusOr<DeliveredTask> task =
+        DecodeDequeuedEntry(settings_.ns, settings_.type, entries, i, &sid, &id);
+    if (task.ok()) {
+      decoded.push_back(std::move(*task));
+      continue;
+    }
+    // Not a valid task (e.g. the payload is not a JSON object): dead-letter it as malformed,
+    // never crash and never drop it.
+    counters_->malformed.fetch_add(1);
+    if (sid.empty()) {
+      Log(settings_, "undecodable entry without a stream id: " + task.status().ToString());
+      continue;
+    }
+    malformed.push_back(Completion{std::move(id), std::move(sid), FailureKind::kMalformed,
+                                   task.status().message(), ""});
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (DeliveredTask& t : decoded) ready_.push_back(std::move(t));
+    in_flight_ += static_cast<int>(decoded.size());
+    for (Completion& c : malformed) completions_.push_back(std::move(c));
+  }
+  if (decoded.size() == 1) {
+    pool_cv_.notify_one();
+  } else if (!decoded.empty()) {
+    pool_cv_.notify_all();
+  }
+  return n;
+}
+
+void TypeRunner::BlockForNewEntries(const std::string& last_id) {
+  std::chrono::milliseconds block = std::max(settings_.block, std::chrono::milliseconds(1));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!completions_.empty() || stopping_) return;
+    if (in_flight_ > 0) block = std::min(block, kBusyBlock);
+  }
+  in_xread_ = true;
+  StatusOr<Reply> reply = conn_->BlockingCommand(
+      {"XREAD", "BLOCK", std::to_string(block.count()), "STREAMS", stream_key_, last_id},
+      block + std::chrono::milliseconds(5000));
+  in_xread_ = false;
+  if (!reply.ok()) Log(settings_, "XREAD: " + reply.status().ToString());
+}
+
+}  // namespace baton::internal

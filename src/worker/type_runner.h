@@ -1,0 +1,157 @@
+#pragma once
+// Everything a Worker runs for one (namespace, task type): a fetcher thread with its own Redis
+// connection and a fixed pool of handler threads. The fetcher asks baton_dequeue for at most as
+// many tasks as there are idle handler threads (a fetched task is leased to this consumer, so it
+// never fetches ahead), and sends the finished tasks' baton_ack / baton_fail calls in the same
+// pipeline as its next dequeue: one round trip carries both. Types never share threads, so one
+// type's backlog or slowness cannot delay another.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "baton/worker.h"
+#include "broker/redis_connection.h"
+#include "broker/task_codec.h"
+#include "scheduler/backoff.h"
+#include "worker/attempt.h"
+
+namespace baton::internal {
+
+// WorkerStats, shared by every thread of a Worker (and kept alive by detached handler threads).
+struct WorkerCounters {
+  std::atomic<std::uint64_t> succeeded{0};
+  std::atomic<std::uint64_t> failed{0};
+  std::atomic<std::uint64_t> dead{0};
+  std::atomic<std::uint64_t> malformed{0};
+};
+
+struct RunnerSettings {
+  std::string ns;
+  std::string type;
+  Handler handler;
+  int concurrency = 1;
+  RetryPolicy retry;
+  RedisEndpoint endpoint;
+  std::string group;
+  std::string consumer;
+  int fetch_batch = 64;
+  std::chrono::milliseconds block{2000};
+  std::chrono::seconds done_retention{86400};
+  std::size_t events_maxlen = 100000;
+};
+
+class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
+ public:
+  TypeRunner(RunnerSettings settings, std::shared_ptr<WorkerCounters> counters);
+  ~TypeRunner();
+  TypeRunner(const TypeRunner&) = delete;
+  TypeRunner& operator=(const TypeRunner&) = delete;
+
+  // Opens the fetcher's connection (kUnavailable when Redis is unreachable) and starts the fetcher
+  // and the handler threads. The object must be owned by a shared_ptr.
+  Status Start();
+
+  // Shutdown, in this order (Worker::Stop):
+  // 1. Stop fetching new tasks; finished ones are still acked.
+  void BeginStop();
+  // 2. True once no task is in flight (every handler returned and its ack/fail was sent).
+  bool Drained();
+  // 3. Sets the cancel flag of every running handler; the fetcher sends what has finished and
+  //    exits. Handlers still running are left to the lease.
+  void Abandon();
+  // 4. True once the fetcher thread has exited; while it sits in XREAD BLOCK, the caller unblocks
+  //    it with CLIENT UNBLOCK <fetcher_client_id()>.
+  bool FetcherExited() const { return fetcher_exited_.load(); }
+  bool FetcherBlocked() const { return in_xread_.load(); }
+  long long fetcher_client_id() const { return client_id_.load(); }
+  void JoinFetcher();
+  // 5. Ends the handler threads: joins those that are idle (waiting at most `wait` for busy ones to
+  //    return) and detaches the rest, which keep this object alive until their handler returns.
+  void StopPool(std::chrono::milliseconds wait);
+
+  // Lease keeping (the LeaseKeeper thread):
+  // Cancels every attempt whose execution_timeout passed and stops heartbeating it.
+  void CheckDeadlines(std::chrono::steady_clock::time_point now);
+  // The SIDs of the attempts to heartbeat (running, not past their deadline, lease not lost).
+  void HeartbeatSids(std::vector<std::string>* sids);
+  // `sent` were extended and `held` is baton_extend's answer: cancels the attempts whose SID is
+  // missing (the lease was lost: another worker may be running the task now).
+  void OnExtendReply(const std::vector<std::string>& sent, const Reply& held);
+
+  const RunnerSettings& settings() const { return settings_; }
+  const std::string& stream_key() const { return stream_key_; }
+
+ private:
+  // One handler thread's current attempt. Guarded by mu_, except `cancel`.
+  struct Slot {
+    bool busy = false;
+    std::string sid;
+    std::chrono::steady_clock::time_point deadline;
+    bool heartbeating = false;
+    bool timed_out = false;
+    bool abandoned = false;  // cancelled by Abandon(): its outcome is not sent, the lease decides
+    std::atomic<bool> cancel{false};
+  };
+  // A finished attempt waiting for its baton_ack (failure == kNone) or baton_fail.
+  struct Completion {
+    std::string id;
+    std::string sid;
+    FailureKind failure = FailureKind::kNone;
+    std::string message;
+    std::string stack;
+  };
+
+  void FetchLoop();
+  void HandlerLoop(int index);
+  // Reconnects with backoff when the connection is broken; false when the fetcher should give up
+  // (abandoned) or try again later.
+  bool EnsureConnected();
+  void WaitBackoff();
+  void AppendCompletions(const std::vector<Completion>& batch);
+  void HandleCompletionReplies(const std::vector<Completion>& batch,
+                               const std::vector<Reply>& replies);
+  // Queues the delivered tasks for the handler threads; returns how many entries came back and
+  // sets `last_id` (baton_dequeue's second value).
+  std::size_t HandleDequeueReply(const Reply& reply, std::string* last_id);
+  void BlockForNewEntries(const std::string& last_id);
+
+  const RunnerSettings settings_;
+  std::shared_ptr<WorkerCounters> counters_;
+  std::string stream_key_;
+  std::vector<std::string> dequeue_argv_;    // count at kDequeueCountIndex
+  std::vector<std::string> fail_argv_;       // keys and fixed values filled in
+  std::vector<std::string> ack_prefix_;      // "FCALL baton_ack numkeys" + fixed keys
+  std::string done_prefix_;                  // "baton:{ns}:done:"
+  std::vector<std::string> scratch_argv_;    // reused to build ack calls
+
+  // Fetcher-thread state.
+  std::unique_ptr<RedisConnection> conn_;
+  Backoff backoff_;
+  std::mt19937_64 rng_;  // jitter of baton_fail
+  std::thread fetcher_;
+  std::atomic<bool> fetcher_exited_{false};
+  std::atomic<bool> in_xread_{false};
+  std::atomic<long long> client_id_{-1};
+
+  std::mutex mu_;
+  std::condition_variable fetch_cv_;  // fetcher: a slot freed, a completion, stop
+  std::condition_variable pool_cv_;   // handler threads: a task arrived, exit
+  std::deque<DeliveredTask> ready_;
+  std::vector<Completion> completions_;
+  int in_flight_ = 0;  // tasks handed to the pool (queued in ready_ or running)
+  bool stopping_ = false;
+  bool abandon_ = false;
+  bool pool_exit_ = false;
+  std::unique_ptr<Slot[]> slots_;
+  std::vector<std::thread> handlers_;
+};
+
+}  // namespace baton::internal

@@ -1,0 +1,344 @@
+// baton::Worker: wires one TypeRunner per registered (namespace, type), the LeaseKeeper
+// (heartbeats and execution_timeout watchdog) and, with maintenance on, a Promoter and a Reaper
+// for the registered types. See docs/protocol.md "Worker loop".
+#include "baton/worker.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "broker/function_library.h"
+#include "broker/redis_connection.h"
+#include "core/keys.h"
+#include "scheduler/promoter.h"
+#include "scheduler/reaper.h"
+#include "worker/lease_keeper.h"
+#include "worker/type_runner.h"
+
+namespace baton {
+
+namespace {
+
+using internal::RedisConnection;
+using internal::RedisEndpoint;
+
+// Set by the SIGINT/SIGTERM handler that Run() installs when handle_signals.
+std::atomic<int> g_signal_received{0};
+static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
+
+extern "C" void OnStopSignal(int sig) { g_signal_received.store(sig); }
+
+// Blocks SIGINT and SIGTERM in the calling thread while alive, so that the threads it starts
+// inherit a mask without them: a stop signal is then never delivered to a worker thread (where it
+// would interrupt blocking calls), only to the application's threads (or Run()'s).
+class StopSignalsBlocked {
+ public:
+  StopSignalsBlocked() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~StopSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t old_;
+};
+
+std::string MakeConsumerName(const std::string& service) {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+  std::random_device rd;
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, "%06x", rd() & 0xffffffu);
+  return service + ":" + host + ":" + std::to_string(getpid()) + ":" + suffix;
+}
+
+struct Registration {
+  std::string ns;
+  std::string type;
+  Handler handler;
+  TypeOptions options;
+};
+
+}  // namespace
+
+struct Worker::Impl {
+  WorkerOptions options;
+  std::string consumer;
+  std::vector<Registration> registrations;
+  std::shared_ptr<internal::WorkerCounters> counters =
+      std::make_shared<internal::WorkerCounters>();
+  RedisEndpoint endpoint;
+  std::vector<std::shared_ptr<internal::TypeRunner>> runners;
+  std::unique_ptr<internal::LeaseKeeper> lease_keeper;
+  std::unique_ptr<internal::Promoter> promoter;
+  std::unique_ptr<internal::Reaper> reaper;
+
+  enum class State { kNew, kRunning, kStopped };
+  std::mutex mu;  // guards state, stop_requested
+  std::condition_variable cv;
+  State state = State::kNew;
+  bool stop_requested = false;
+  std::mutex stop_mu;  // serialises Stop()
+
+  Status ValidateOptions() const;
+  Status StartLocked();
+  void Shutdown(std::chrono::milliseconds grace);
+};
+
+Status Worker::Impl::ValidateOptions() const {
+  if (options.default_concurrency < 1) {
+    return Status::InvalidArgument("default_concurrency", "must be >= 1");
+  }
+  if (options.fetch_batch < 1) return Status::InvalidArgument("fetch_batch", "must be >= 1");
+  if (options.block.count() < 1) return Status::InvalidArgument("block", "must be >= 1 ms");
+  if (options.lease.count() < 3) return Status::InvalidArgument("lease", "must be >= 3 ms");
+  if (options.shutdown_grace.count() < 0) {
+    return Status::InvalidArgument("shutdown_grace", "must be >= 0");
+  }
+  if (options.maintenance_interval.count() < 1) {
+    return Status::InvalidArgument("maintenance_interval", "must be >= 1 ms");
+  }
+  if (options.group.empty()) return Status::InvalidArgument("group", "must not be empty");
+  if (registrations.empty()) {
+    return Status::InvalidArgument("handlers", "register at least one handler before Start");
+  }
+  return Status::Ok();
+}
+
+Status Worker::Impl::StartLocked() {
+  Status valid = ValidateOptions();
+  if (!valid.ok()) return valid.WithContext("worker");
+  StatusOr<RedisEndpoint> parsed = RedisEndpoint::Parse(options.redis_url);
+  if (!parsed.ok()) return parsed.status().WithContext("worker");
+  endpoint = *parsed;
+  StatusOr<std::unique_ptr<RedisConnection>> conn = RedisConnection::Open(endpoint);
+  if (!conn.ok()) return conn.status().WithContext("worker");
+  Status library = internal::CheckFunctionLibrary(**conn);
+  if (!library.ok()) return library;
+  // Make the types discoverable (batond, the CLI): baton:namespaces and baton:{ns}:types.
+  for (const Registration& r : registrations) {
+    (*conn)->Append({"SADD", std::string(internal::Keys::kNamespaces), r.ns});
+    (*conn)->Append({"SADD", internal::Keys(r.ns).Types(), r.type});
+  }
+  StatusOr<std::vector<internal::Reply>> added = (*conn)->Flush();
+  if (!added.ok()) return added.status().WithContext("worker");
+  for (const internal::Reply& reply : *added) {
+    if (reply.is_error()) return internal::StatusFromErrorReply(reply).WithContext("worker");
+  }
+
+  StopSignalsBlocked blocked;  // every thread started below inherits the blocked mask
+  for (const Registration& r : registrations) {
+    internal::RunnerSettings s;
+    s.ns = r.ns;
+    s.type = r.type;
+    s.handler = r.handler;
+    s.concurrency =
+        r.options.concurrency > 0 ? r.options.concurrency : options.default_concurrency;
+    s.retry = r.options.retry;
+    s.endpoint = endpoint;
+    s.group = options.group;
+    s.consumer = consumer;
+    s.fetch_batch = options.fetch_batch;
+    s.block = options.block;
+    s.done_retention = options.done_retention;
+    s.events_maxlen = options.events_maxlen;
+    auto runner = std::make_shared<internal::TypeRunner>(std::move(s), counters);
+    Status st = runner->Start();
+    if (!st.ok()) {
+      Shutdown(std::chrono::milliseconds(0));
+      return st.WithContext("worker");
+    }
+    runners.push_back(std::move(runner));
+  }
+  lease_keeper = std::make_unique<internal::LeaseKeeper>(endpoint, options.lease, runners);
+  Status st = lease_keeper->Start();
+  if (st.ok() && options.maintenance) {
+    internal::Promoter::Options p;
+    p.redis_url = options.redis_url;
+    p.events_maxlen = options.events_maxlen;
+    p.interval = options.maintenance_interval;
+    internal::Reaper::Options rp;
+    rp.redis_url = options.redis_url;
+    rp.lease = options.lease;
+    rp.interval = options.maintenance_interval;
+    rp.events_maxlen = options.events_maxlen;
+    rp.name = consumer;
+    for (const Registration& r : registrations) {
+      p.types.push_back({r.ns, r.type});
+      rp.targets.push_back({{r.ns, r.type}, r.options.retry});
+    }
+    promoter = std::make_unique<internal::Promoter>(std::move(p));
+    st = promoter->Start();
+    if (st.ok()) {
+      reaper = std::make_unique<internal::Reaper>(std::move(rp));
+      st = reaper->Start();
+    }
+  }
+  if (!st.ok()) {
+    Shutdown(std::chrono::milliseconds(0));
+    return st.WithContext("worker");
+  }
+  return Status::Ok();
+}
+
+void Worker::Impl::Shutdown(std::chrono::milliseconds grace) {
+  for (auto& r : runners) r->BeginStop();
+  // A fetcher with nothing in flight may sit in XREAD BLOCK for up to `block`: CLIENT UNBLOCK it
+  // from a side connection (retried, as the unblock can race with the XREAD being sent).
+  StatusOr<std::unique_ptr<RedisConnection>> control =
+      RedisConnection::Open(endpoint, std::chrono::milliseconds(1000));
+  auto unblock_idle = [&] {
+    if (!control.ok()) return;
+    for (auto& r : runners) {
+      if (!r->FetcherExited() && r->FetcherBlocked() && r->Drained()) {
+        (void)(*control)->Command({"CLIENT", "UNBLOCK", std::to_string(r->fetcher_client_id())});
+      }
+    }
+  };
+  auto all_exited = [&] {
+    return std::all_of(runners.begin(), runners.end(),
+                       [](const auto& r) { return r->FetcherExited(); });
+  };
+  // In-flight handlers get `grace` to finish; their acks are sent as they finish.
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  while (!all_exited() && std::chrono::steady_clock::now() < deadline) {
+    unblock_idle();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // The rest are cancelled and left to the lease.
+  for (auto& r : runners) r->Abandon();
+  deadline = std::chrono::steady_clock::now() + options.block + std::chrono::seconds(6);
+  while (!all_exited() && std::chrono::steady_clock::now() < deadline) {
+    unblock_idle();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (auto& r : runners) r->JoinFetcher();
+  if (lease_keeper) lease_keeper->Stop();
+  for (auto& r : runners) {
+    r->StopPool(std::min(grace, std::chrono::milliseconds(200)));
+  }
+  if (promoter) promoter->Stop();
+  if (reaper) reaper->Stop();
+}
+
+Worker::Worker(WorkerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->consumer = MakeConsumerName(impl_->options.service);
+}
+
+Worker::~Worker() { Stop(); }
+
+Status Worker::Register(const std::string& ns, const std::string& task_type, Handler handler,
+                        TypeOptions options) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->state != Impl::State::kNew) {
+    return Status::Conflict("register: the worker has already started");
+  }
+  if (!IsValidName(ns)) {
+    return Status::InvalidArgument("namespace", "must match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
+  }
+  if (!IsValidName(task_type)) {
+    return Status::InvalidArgument("task_type", "must match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
+  }
+  if (!handler) return Status::InvalidArgument("handler", "must not be empty");
+  if (options.concurrency < 0) return Status::InvalidArgument("concurrency", "must be >= 0");
+  if (options.retry.base.count() < 1 || options.retry.max < options.retry.base) {
+    return Status::InvalidArgument("retry", "base must be >= 1 ms and max >= base");
+  }
+  for (const Registration& r : impl_->registrations) {
+    if (r.ns == ns && r.type == task_type) {
+      return Status(StatusCode::kAlreadyExists,
+                    "register: a handler for " + ns + "/" + task_type + " is already registered");
+    }
+  }
+  impl_->registrations.push_back({ns, task_type, std::move(handler), options});
+  return Status::Ok();
+}
+
+Status Worker::Start() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->state != Impl::State::kNew) {
+    return Status::Conflict("worker: Start may be called once");
+  }
+  Status st = impl_->StartLocked();
+  impl_->state = st.ok() ? Impl::State::kRunning : Impl::State::kStopped;
+  return st;
+}
+
+Status Worker::Run() {
+  Status st = Start();
+  if (!st.ok()) return st;
+  const bool signals = impl_->options.handle_signals;
+  struct sigaction old_int {};
+  struct sigaction old_term {};
+  sigset_t old_mask;
+  if (signals) {
+    g_signal_received.store(0);
+    struct sigaction sa {};
+    sa.sa_handler = OnStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_UNBLOCK, &set, &old_mask);
+  }
+  {
+    std::unique_lock<std::mutex> lock(impl_->mu);
+    while (!impl_->stop_requested) {
+      if (!signals) {
+        impl_->cv.wait(lock);
+        continue;
+      }
+      // The handler only sets an atomic (all it may do), so poll it.
+      impl_->cv.wait_for(lock, std::chrono::milliseconds(50));
+      if (g_signal_received.load() != 0) break;
+    }
+  }
+  Stop();
+  if (signals) {
+    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
+  return Status::Ok();
+}
+
+void Worker::Stop() {
+  std::lock_guard<std::mutex> serial(impl_->stop_mu);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stop_requested = true;
+    impl_->cv.notify_all();
+    if (impl_->state != Impl::State::kRunning) return;
+  }
+  impl_->Shutdown(impl_->options.shutdown_grace);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->state = Impl::State::kStopped;
+}
+
+WorkerStats Worker::stats() const {
+  WorkerStats s;
+  s.succeeded = impl_->counters->succeeded.load();
+  s.failed = impl_->counters->failed.load();
+  s.dead = impl_->counters->dead.load();
+  s.malformed = impl_->counters->malformed.load();
+  return s;
+}
+
+const std::string& Worker::consumer_name() const { return impl_->consumer; }
+
+}  // namespace baton

@@ -1,0 +1,240 @@
+// The worker's failure paths against a real redis-server: dead-lettering with the error history,
+// non-retryable failures, exceptions, execution_timeout, a hung handler taken over by another
+// worker, and Start/Register refusals.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+
+#include "worker/worker_test_util.h"
+
+namespace baton::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST_F(WorkerTest, DeadLettersAfterOnePlusMaxRetryAttemptsWithEveryError) {
+  Worker worker(Options());
+  ASSERT_TRUE(worker
+                  .Register(kNs, "doomed",
+                            [](TaskContext& ctx) {
+                              return Status::Internal("attempt " + std::to_string(ctx.attempt()) +
+                                                      " failed");
+                            },
+                            FastRetry())
+                  .ok());
+  ASSERT_TRUE(worker.Start().ok());
+  EnqueueOptions opts;
+  opts.max_retry = 2;
+  std::string id = Enqueue("doomed", {{"k", "v"}}, opts);
+  ASSERT_TRUE(WaitUntil([&] { return IsDead("doomed", id); }));
+  nlohmann::json errors = Errors(id);
+  ASSERT_EQ(errors.size(), 3u) << errors.dump();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(errors[i]["attempt"], i + 1);
+    EXPECT_EQ(errors[i]["kind"], "error");
+    EXPECT_NE(errors[i]["error"].get<std::string>().find("attempt " + std::to_string(i + 1) +
+                                                          " failed"),
+              std::string::npos)
+        << errors[i].dump();
+    EXPECT_NE(errors[i]["stack"].get<std::string>().find("#0 "), std::string::npos);
+    EXPECT_EQ(errors[i]["worker"], worker.consumer_name());
+  }
+  ASSERT_TRUE(WaitUntil([&] { return worker.stats().dead == 1; }));
+  EXPECT_EQ(worker.stats().failed, 3u);
+  EXPECT_EQ(worker.stats().succeeded, 0u);
+  EXPECT_FALSE(IsDone(id));
+  EXPECT_EQ(Pending("doomed"), 0);
+}
+
+TEST_F(WorkerTest, NonRetryableFailuresGoDeadAtOnce) {
+  std::atomic<int> runs{0};
+  Worker worker(Options());
+  ASSERT_TRUE(worker
+                  .Register(kNs, "nr",
+                            [&](TaskContext& ctx) -> Status {
+                              ++runs;
+                              if (ctx.task().Payload().value("throw", false)) {
+                                throw NonRetryableError("card declined");
+                              }
+                              return NonRetryable("bad address");
+                            },
+                            FastRetry())
+                  .ok());
+  ASSERT_TRUE(worker.Start().ok());
+  std::string thrown = Enqueue("nr", {{"throw", true}});
+  std::string returned = Enqueue("nr", {{"throw", false}});
+  ASSERT_TRUE(WaitUntil([&] { return IsDead("nr", thrown) && IsDead("nr", returned); }));
+  EXPECT_EQ(runs, 2);
+  nlohmann::json e1 = Errors(thrown);
+  ASSERT_EQ(e1.size(), 1u);
+  EXPECT_EQ(e1[0]["kind"], "non_retryable");
+  EXPECT_EQ(e1[0]["error"], "baton::NonRetryableError: card declined");
+  nlohmann::json e2 = Errors(returned);
+  ASSERT_EQ(e2.size(), 1u);
+  EXPECT_EQ(e2[0]["kind"], "non_retryable");
+  EXPECT_NE(e2[0]["error"].get<std::string>().find("bad address"), std::string::npos);
+}
+
+TEST_F(WorkerTest, ExceptionTypeMessageAndStackAreRecorded) {
+  Worker worker(Options());
+  ASSERT_TRUE(worker
+                  .Register(kNs, "throws",
+                            [](TaskContext&) -> Status {
+                              throw std::out_of_range("index 7 past the end");
+                            },
+                            FastRetry())
+                  .ok());
+  ASSERT_TRUE(worker.Start().ok());
+  EnqueueOptions opts;
+  opts.max_retry = 0;
+  std::string id = Enqueue("throws", {}, opts);
+  ASSERT_TRUE(WaitUntil([&] { return IsDead("throws", id); }));
+  nlohmann::json errors = Errors(id);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0]["kind"], "error");
+  EXPECT_EQ(errors[0]["error"], "std::out_of_range: index 7 past the end");
+  std::string stack = errors[0]["stack"];
+  EXPECT_NE(stack.find("baton::internal::OutcomeOfCurrentException"), std::string::npos) << stack;
+  EXPECT_NE(stack.find("baton::internal::TypeRunner::HandlerLoop"), std::string::npos) << stack;
+}
+
+TEST_F(WorkerTest, AttemptPastExecutionTimeoutFailsAsTimeout) {
+  std::atomic<bool> saw_cancel{false};
+  Worker worker(Options());
+  ASSERT_TRUE(worker
+                  .Register(kNs, "slow",
+                            [&](TaskContext& ctx) {
+                              while (!ctx.cancelled()) std::this_thread::sleep_for(5ms);
+                              saw_cancel = true;
+                              return Status::Ok();  // too late: still a timeout
+                            },
+                            FastRetry())
+                  .ok());
+  ASSERT_TRUE(worker.Start().ok());
+  EnqueueOptions opts;
+  opts.max_retry = 0;
+  opts.execution_timeout = 1;
+  auto t0 = std::chrono::steady_clock::now();
+  std::string id = Enqueue("slow", {}, opts);
+  ASSERT_TRUE(WaitUntil([&] { return IsDead("slow", id); }, 5s));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 1s);
+  EXPECT_TRUE(saw_cancel);
+  nlohmann::json errors = Errors(id);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0]["kind"], "timeout");
+  EXPECT_EQ(errors[0]["error"], "execution_timeout of 1s exceeded");
+}
+
+TEST_F(WorkerTest, HungHandlerPastItsDeadlineIsTakenOverByAnotherWorker) {
+  // Worker A's handler ignores cancellation. After the deadline A stops heartbeating, the lease
+  // (400 ms) expires, the reaper takes the task back, and worker B runs it to completion.
+  std::atomic<bool> release{false};
+  std::atomic<bool> a_started{false};
+  WorkerOptions oa = Options();
+  oa.lease = 400ms;
+  Worker a(oa);
+  ASSERT_TRUE(a.Register(kNs, "hang",
+                         [&](TaskContext&) {
+                           a_started = true;
+                           while (!release) std::this_thread::sleep_for(5ms);
+                           return Status::Ok();
+                         },
+                         FastRetry(1))
+                  .ok());
+  ASSERT_TRUE(a.Start().ok());
+  EnqueueOptions opts;
+  opts.execution_timeout = 1;
+  std::string id = Enqueue("hang", {}, opts);
+  ASSERT_TRUE(WaitUntil([&] { return a_started.load(); }));
+
+  std::atomic<int> b_runs{0};
+  Worker b(oa);
+  ASSERT_TRUE(b.Register(kNs, "hang",
+                         [&](TaskContext&) {
+                           ++b_runs;
+                           return Status::Ok();
+                         },
+                         FastRetry(1))
+                  .ok());
+  ASSERT_TRUE(b.Start().ok());
+  ASSERT_TRUE(WaitUntil([&] { return IsDone(id); }, 8s));
+  EXPECT_EQ(b_runs, 1);
+  nlohmann::json marker = DoneMarker(id);
+  EXPECT_EQ(marker["worker"], b.consumer_name());
+  EXPECT_EQ(marker["attempts"], 2);
+  // A's hung handler finally returns: its timeout failure is stale, the task stays done.
+  release = true;
+  a.Stop();
+  b.Stop();
+  EXPECT_TRUE(IsDone(id));
+  EXPECT_FALSE(IsDead("hang", id));
+}
+
+TEST_F(WorkerTest, StartFailsWithoutTheFunctionsLibrary) {
+  redis_.Command({"FUNCTION", "FLUSH"});
+  Worker worker(Options());
+  ASSERT_TRUE(worker.Register(kNs, "t", [](TaskContext&) { return Status::Ok(); }).ok());
+  Status st = worker.Start();
+  EXPECT_EQ(st.code(), StatusCode::kVersionMismatch) << st.ToString();
+  EXPECT_NE(st.message().find("baton init"), std::string::npos) << st.ToString();
+}
+
+TEST_F(WorkerTest, StartFailsWhenRedisIsUnreachable) {
+  WorkerOptions o = Options();
+  o.redis_url = "redis://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  Worker worker(o);
+  ASSERT_TRUE(worker.Register(kNs, "t", [](TaskContext&) { return Status::Ok(); }).ok());
+  EXPECT_EQ(worker.Start().code(), StatusCode::kUnavailable);
+}
+
+TEST_F(WorkerTest, RegisterRefusesBadInput) {
+  Worker worker(Options());
+  auto ok = [](TaskContext&) { return Status::Ok(); };
+  EXPECT_EQ(worker.Register("bad ns", "t", ok).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(worker.Register(kNs, "a|b", ok).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(worker.Register(kNs, "t", nullptr).code(), StatusCode::kInvalidArgument);
+  TypeOptions negative;
+  negative.concurrency = -1;
+  EXPECT_EQ(worker.Register(kNs, "t", ok, negative).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(worker.Register(kNs, "t", ok).ok());
+  EXPECT_EQ(worker.Register(kNs, "t", ok).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(Worker(Options()).Start().code(), StatusCode::kInvalidArgument);  // no handler
+  ASSERT_TRUE(worker.Start().ok());
+  EXPECT_EQ(worker.Register(kNs, "u", ok).code(), StatusCode::kConflict);
+  EXPECT_EQ(worker.Start().code(), StatusCode::kConflict);
+}
+
+TEST_F(WorkerTest, LostLeaseCancelsTheRunningAttempt) {
+  // Another consumer claims the entry (as a reaper would after a network partition): the next
+  // heartbeat finds the SID gone and cancels the attempt.
+  std::atomic<bool> running{false};
+  std::atomic<bool> saw_cancel{false};
+  WorkerOptions o = Options();
+  o.lease = 300ms;
+  o.maintenance = false;
+  Worker worker(o);
+  ASSERT_TRUE(worker
+                  .Register(kNs, "stolen",
+                            [&](TaskContext& ctx) {
+                              running = true;
+                              for (int i = 0; i < 400 && !ctx.cancelled(); ++i) {
+                                std::this_thread::sleep_for(5ms);
+                              }
+                              saw_cancel = ctx.cancelled();
+                              return Status::Ok();
+                            })
+                  .ok());
+  ASSERT_TRUE(worker.Start().ok());
+  std::string id = Enqueue("stolen", {});
+  ASSERT_TRUE(WaitUntil([&] { return running.load(); }));
+  std::string sid = redis_.String({"HGET", keys().Tasks(), id});
+  sid = sid.substr(sid.rfind('|') + 1);
+  auto claimed = redis_.Command({"XCLAIM", keys().Stream("stolen"), "baton", "thief", "0", sid});
+  ASSERT_EQ(claimed->elements, 1u);
+  ASSERT_TRUE(WaitUntil([&] { return saw_cancel.load(); }, 3s));
+  worker.Stop();
+}
+
+}  // namespace
+}  // namespace baton::testing

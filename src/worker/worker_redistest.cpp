@@ -1,0 +1,346 @@
+// The worker's happy paths against a real redis-server: tasks run and are acked, retries, type
+// isolation, malformed entries, graceful shutdown, delayed tasks, heartbeats.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "worker/worker_test_util.h"
+
+namespace baton::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+TEST_F(WorkerTest, RunsTasksAndAcksThem) {
+  std::mutex mu;
+  std::set<std::string> seen;
+  std::atomic<bool> payload_ok{true};
+  Worker worker(Options());
+  ASSERT_TRUE(worker
+                  .Register(kNs, "echo",
+                            [&](TaskContext& ctx) {
+                              const Task& t = ctx.task();
+                              if (t.ns != kNs || t.task_type != "echo" || ctx.attempt() != 1 ||
+                                  t.Payload().value("n", -1) < 0) {
+                                payload_ok = false;
+                              }
+                              std::lock_guard<std::mutex> lock(mu);
+                              seen.insert(t.task_id);
+                              return Status::Ok();
+                            })
+                  .ok());
+  ASSERT_TRUE(worker.Start().ok());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 50; ++i) ids.push_back(Enqueue("echo", {{"n", i}}));
+
+  ASSERT_TRUE(WaitUntil([&] { return worker.stats().succeeded == 50; }));
+  for (const std::string& id : ids) {
+    ASSERT_TRUE(IsDone(id)) << id;
+    EXPECT_EQ(DoneMarker(id)["state"], "done");
+    EXPECT_EQ(DoneMarker(id)["attempts"], 1);
+    EXPECT_EQ(DoneMarker(id)["worker"], worker.consumer_name());
+  }
+  EXPECT_TRUE(payload_ok);
+  EXPECT_EQ(seen.size(), 50u);
+  EXPECT_EQ(redis_.Integer({"HLEN", keys().Tasks()}), 0);  // records gone
+  EXPECT_EQ(StreamLength("echo"), 0);
+  EXPECT_EQ(Pending("echo"), 0);
+  worker.Stop();
+  WorkerStats s = worker.stats();
+  EXPECT_EQ(s.failed, 0u);
+  EXPECT_EQ(s.malformed, 0u);
+  // The worker made its type discoverable.
+  EXPECT_EQ(redis_.Integer({"SISMEMBER", "baton:namespaces", kNs}), 1);
+  EXPECT_EQ(redis_.Integer({"SISMEMBER", keys().Types(), "echo"}), 1);
+}
+
+TEST_F(WorkerTest, ConsumerNameHasServiceHostPidAndRandomSuffix) {
+  WorkerOptions o = Options();
+  o.service = "billing";
+  Worker worker(o);
+  const std::string& name = worker.consumer_name();
+  EXPECT_EQ(name.rfind("billing:", 0), 0u) << name;
+  EXPECT_NE(name.find(":" + std::to_string(getpid()) + ":"), std::string::npos) << name;
+  EXPECT_EQ(name.size() - name.rfind(':') - 1, 6u) << name;
+  EXPECT_NE(Worker(o).consumer_name(), name);
+}
+
+TEST_F(WorkerTest, RetriesThenSucceeds) {
+  std::vector<int> attempts;
+  std::mutex mu;
+  Worker worker(Options());
+  ASSERT_TRUE(worker
+                  .Register(kNs, "flaky",
+                            [&](TaskContext& ctx) {
+                              std::lock_guard<std::mutex> lock(mu);
+                              attempts.push_back(ctx.attempt());
+                              if (ctx.attempt() < 3) return Status::Internal("not yet");
+                              return Status::Ok();
+                            },
+                            FastRetry())
+                  .ok());
+  ASSERT_TRUE(worker.Start().ok());
+  std::string id = Enqueue("flaky", {{"x", 1}});
+  ASSERT_TRUE(WaitUntil([&] { return IsDone(id); }));
+  EXPECT_EQ(DoneMarker(id)["attempts"], 3);
+  ASSERT_TRUE(WaitUntil([&] { return worker.stats().succeeded == 1; }));
+  EXPECT_EQ(worker.stats().failed, 2u);
+  EXPECT_EQ(worker.stats().dead, 0u);
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(attempts, (std::vector<int>{1, 2, 3}));
+}
+
+TEST_F(WorkerTest, SlowBacklogOfOneTypeDoesNotDelayAnother) {
+  std::atomic<int> slow_started{0};
+  std::mutex mu;
+  std::vector<Clock::duration> latencies;
+  std::map<std::string, Clock::time_point> enqueued_at;
+
+  Worker worker(Options());
+  ASSERT_TRUE(worker
+                  .Register(kNs, "slow",
+                            [&](TaskContext&) {
+                              ++slow_started;
+                              std::this_thread::sleep_for(20ms);
+                              return Status::Ok();
+                            },
+                            FastRetry(1))
+                  .ok());
+  ASSERT_TRUE(worker
+                  .Register(kNs, "fast",
+                            [&](TaskContext& ctx) {
+                              auto now = Clock::now();
+                              std::lock_guard<std::mutex> lock(mu);
+                              latencies.push_back(now - enqueued_at.at(ctx.task().task_id));
+                              return Status::Ok();
+                            },
+                            FastRetry(2))
+                  .ok());
+  std::vector<TaskRequest> backlog(200);
+  for (auto& r : backlog) {
+    r.ns = kNs;
+    r.task_type = "slow";
+  }
+  ASSERT_TRUE(client_->EnqueueMany(backlog).ok());
+  ASSERT_TRUE(worker.Start().ok());
+  ASSERT_TRUE(WaitUntil([&] { return slow_started >= 3; }));
+
+  for (int i = 0; i < 10; ++i) {
+    EnqueueOptions opts;
+    opts.task_id = "fast-" + std::to_string(i);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      enqueued_at[*opts.task_id] = Clock::now();
+    }
+    Enqueue("fast", {{"i", i}}, opts);
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return latencies.size() == 10;
+  }));
+  // The slow type still has most of its 4 s backlog, yet every fast task started promptly.
+  EXPECT_GT(StreamLength("slow"), 100);
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto l : latencies) EXPECT_LT(l, 1s);
+  worker.Stop();
+}
+
+TEST_F(WorkerTest, MalformedEntriesGoToTheDeadLetterQueue) {
+  std::atomic<int> ran{0};
+  Worker worker(Options());
+  ASSERT_TRUE(worker
+                  .Register(kNs, "m",
+                            [&](TaskContext&) {
+                              ++ran;
+                              return Status::Ok();
+                            })
+                  .ok());
+  // Written before the worker starts: it must not see an entry before its record exists.
+  const std::string stream = keys().Stream("m");
+  // 1. Missing fields, and no task record: baton_dequeue buries it.
+  auto r1 = redis_.Command({"XADD", stream, "*", "id", "raw-1", "payload", "{}"});
+  ASSERT_EQ(r1->type, REDIS_REPLY_STRING);
+  // 2. and 3. All fields and a record, but a payload that is not a JSON object: the worker's
+  // decoder refuses it and fails it as malformed.
+  auto add_with_record = [&](const std::string& id, const std::string& payload) {
+    auto r = redis_.Command({"XADD", stream, "*", "id", id, "payload", payload, "max_retry", "3",
+                             "delay_seconds", "0", "created_at", "1722489600",
+                             "execution_timeout", "", "extra", "", "attempt", "0"});
+    ASSERT_EQ(r->type, REDIS_REPLY_STRING);
+    std::string sid(r->str, r->len);
+    redis_.Command({"HSET", keys().Tasks(), id, "queued|m|0|" + sid});
+  };
+  add_with_record("bad-json", "{not json");
+  add_with_record("not-object", "[1,2,3]");
+  // A good task afterwards still runs: the worker kept going.
+  std::string good = Enqueue("m", {{"ok", true}});
+  ASSERT_TRUE(worker.Start().ok());
+
+  ASSERT_TRUE(WaitUntil([&] { return IsDone(good); }));
+  ASSERT_TRUE(WaitUntil([&] { return IsDead("m", "bad-json") && IsDead("m", "not-object"); }));
+  EXPECT_TRUE(IsDead("m", "raw-1"));
+  for (const char* id : {"raw-1", "bad-json", "not-object"}) {
+    nlohmann::json errors = Errors(id);
+    ASSERT_EQ(errors.size(), 1u) << id << " " << errors.dump();
+    EXPECT_EQ(errors[0]["kind"], "malformed") << id;
+    EXPECT_FALSE(errors[0]["error"].get<std::string>().empty()) << id;
+  }
+  EXPECT_NE(Errors("bad-json")[0]["error"].get<std::string>().find("payload"), std::string::npos)
+      << Errors("bad-json").dump();
+  EXPECT_EQ(ran, 1);
+  ASSERT_TRUE(WaitUntil([&] { return worker.stats().dead == 2; }));
+  EXPECT_EQ(worker.stats().malformed, 2u);  // the two the worker itself saw
+  EXPECT_EQ(Pending("m"), 0);
+  worker.Stop();
+}
+
+TEST_F(WorkerTest, StopWaitsForInFlightTasksAndAcksThem) {
+  std::atomic<int> started{0};
+  std::atomic<int> finished{0};
+  Worker worker(Options());
+  ASSERT_TRUE(worker
+                  .Register(kNs, "work",
+                            [&](TaskContext&) {
+                              ++started;
+                              std::this_thread::sleep_for(300ms);
+                              ++finished;
+                              return Status::Ok();
+                            },
+                            FastRetry(2))
+                  .ok());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(Enqueue("work", {{"i", i}}));
+  ASSERT_TRUE(worker.Start().ok());
+  ASSERT_TRUE(WaitUntil([&] { return started == 2; }));
+  worker.Stop();
+  EXPECT_EQ(started, 2);  // no new task after Stop()
+  EXPECT_EQ(finished, 2);
+  int done = 0;
+  for (const std::string& id : ids) done += IsDone(id) ? 1 : 0;
+  EXPECT_EQ(done, 2);          // the in-flight ones were acked before Stop() returned
+  EXPECT_EQ(Pending("work"), 0);
+  EXPECT_EQ(StreamLength("work"), 3);  // the rest wait for the next worker
+  EXPECT_EQ(worker.stats().succeeded, 2u);
+}
+
+TEST_F(WorkerTest, StopAfterGraceCancelsAndLeavesTheTaskToTheLease) {
+  std::atomic<bool> saw_cancel{false};
+  std::atomic<bool> running{false};
+  WorkerOptions o = Options();
+  o.shutdown_grace = 200ms;
+  o.lease = 5s;
+  Worker worker(o);
+  ASSERT_TRUE(worker
+                  .Register(kNs, "long",
+                            [&](TaskContext& ctx) {
+                              running = true;
+                              while (!ctx.cancelled()) std::this_thread::sleep_for(5ms);
+                              saw_cancel = true;
+                              return Status(StatusCode::kCancelled, "stopped");
+                            })
+                  .ok());
+  std::string id = Enqueue("long", {});
+  ASSERT_TRUE(worker.Start().ok());
+  ASSERT_TRUE(WaitUntil([&] { return running.load(); }));
+  auto t0 = Clock::now();
+  worker.Stop();
+  EXPECT_LT(Clock::now() - t0, 3s);
+  EXPECT_TRUE(WaitUntil([&] { return saw_cancel.load(); }, 2s));
+  // Not acked and not failed: still leased to this consumer until the lease runs out.
+  EXPECT_FALSE(IsDone(id));
+  EXPECT_EQ(Pending("long"), 1);
+  EXPECT_EQ(Errors(id).size(), 0u);
+}
+
+TEST_F(WorkerTest, DelayedTaskRunsAfterItsDelayThroughTheInProcessPromoter) {
+  std::atomic<bool> ran{false};
+  Worker worker(Options());
+  std::atomic<Clock::rep> ran_at{0};
+  ASSERT_TRUE(worker
+                  .Register(kNs, "later",
+                            [&](TaskContext&) {
+                              ran_at = Clock::now().time_since_epoch().count();
+                              ran = true;
+                              return Status::Ok();
+                            })
+                  .ok());
+  ASSERT_TRUE(worker.Start().ok());
+  EnqueueOptions opts;
+  opts.delay_seconds = 1;
+  auto t0 = Clock::now();
+  std::string id = Enqueue("later", {}, opts);
+  EXPECT_EQ(redis_.Integer({"ZCARD", keys().Scheduled("later")}), 1);
+  ASSERT_TRUE(WaitUntil([&] { return IsDone(id); }, 5s));
+  auto waited = Clock::time_point(Clock::duration(ran_at.load())) - t0;
+  EXPECT_GE(waited, 950ms);
+  EXPECT_LT(waited, 3s);
+}
+
+TEST_F(WorkerTest, HeartbeatsKeepALongTaskLeased) {
+  WorkerOptions o = Options();
+  o.lease = 300ms;  // the task runs 4 leases long; the in-process reaper runs every 50 ms
+  std::atomic<int> runs{0};
+  Worker worker(o);
+  ASSERT_TRUE(worker
+                  .Register(kNs, "long",
+                            [&](TaskContext& ctx) {
+                              ++runs;
+                              std::this_thread::sleep_for(1200ms);
+                              return ctx.cancelled() ? Status::Internal("lease lost")
+                                                     : Status::Ok();
+                            },
+                            FastRetry())
+                  .ok());
+  ASSERT_TRUE(worker.Start().ok());
+  std::string id = Enqueue("long", {});
+  ASSERT_TRUE(WaitUntil([&] { return IsDone(id); }, 5s));
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(DoneMarker(id)["attempts"], 1);
+}
+
+TEST_F(WorkerTest, SurvivesConnectionLossAndStillAcksEverything) {
+  std::atomic<int> runs{0};
+  WorkerOptions o = Options();
+  o.lease = 3s;  // the kills must not cost any lease
+  Worker worker(o);
+  ASSERT_TRUE(worker
+                  .Register(kNs, "net",
+                            [&](TaskContext&) {
+                              ++runs;
+                              std::this_thread::sleep_for(50ms);
+                              return Status::Ok();
+                            },
+                            FastRetry(4))
+                  .ok());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 40; ++i) ids.push_back(Enqueue("net", {{"i", i}}));
+  ASSERT_TRUE(worker.Start().ok());
+  ASSERT_TRUE(WaitUntil([&] { return runs >= 4; }));
+  for (int i = 0; i < 3; ++i) {
+    // Drops every connection but the test's own: fetcher, heartbeat, promoter, reaper, subscriber.
+    redis_.Command({"CLIENT", "KILL", "TYPE", "normal"});
+    redis_.Command({"CLIENT", "KILL", "TYPE", "pubsub"});
+    std::this_thread::sleep_for(150ms);
+  }
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        for (const std::string& id : ids) {
+          if (!IsDone(id)) return false;
+        }
+        return true;
+      },
+      15s));
+  EXPECT_EQ(Pending("net"), 0);
+  EXPECT_EQ(StreamLength("net"), 0);
+  EXPECT_EQ(runs, 40);  // nothing ran twice: no lease was lost, no ack was dropped
+  worker.Stop();
+}
+
+}  // namespace
+}  // namespace baton::testing

@@ -1,0 +1,1 @@
+// Filled in below once the binary builds.
