@@ -1,7 +1,6 @@
 #include "cli_context.h"
 
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 namespace baton::cli {
@@ -21,11 +20,26 @@ int ExitCodeFor(const Status& status) {
   }
 }
 
+namespace {
+
+// The URL without its password ("redis://user:***@host:6379"), for messages.
+std::string Redacted(const std::string& url) {
+  std::size_t scheme = url.find("://");
+  std::size_t at = url.rfind('@');
+  if (scheme == std::string::npos || at == std::string::npos || at < scheme) return url;
+  std::size_t colon = url.find(':', scheme + 3);
+  std::size_t secret = colon != std::string::npos && colon < at ? colon + 1 : scheme + 3;
+  return url.substr(0, secret) + "***" + url.substr(at);
+}
+
+}  // namespace
+
 int Context::Fail(std::string_view command, const Status& status, std::string_view hint) {
   std::string line = "baton " + std::string(command) + ": " + status.ToString();
   std::string help(hint);
   if (help.empty() && status.code() == StatusCode::kUnavailable) {
-    help = "Is Redis running at " + global.redis_url + "? Set --redis or BATON_REDIS_URL.";
+    help =
+        "Is Redis running at " + Redacted(global.redis_url) + "? Set --redis or BATON_REDIS_URL.";
   }
   std::cerr << line << (help.empty() ? "" : "\n  " + help) << "\n";
   int code = ExitCodeFor(status);

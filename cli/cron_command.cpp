@@ -67,7 +67,8 @@ nlohmann::json NextJson(const std::vector<sys_seconds>& times, const std::string
   nlohmann::json out = nlohmann::json::array();
   for (sys_seconds t : times) {
     std::int64_t unix_s = t.time_since_epoch().count();
-    out.push_back({{"unix", unix_s}, {"utc", TimeText(unix_s * 1000)}, {"local", LocalText(t, tz)}});
+    out.push_back(
+        {{"unix", unix_s}, {"utc", TimeText(unix_s * 1000)}, {"local", LocalText(t, tz)}});
   }
   return out;
 }
@@ -130,8 +131,8 @@ int RunList(Context& ctx) {
       continue;
     }
     auto next = NextTimes(*job, 1);
-    std::string next_text = next.ok() && !next->empty() ? LocalText(next->front(), job->timezone)
-                                                        : "-";
+    std::string next_text =
+        next.ok() && !next->empty() ? LocalText(next->front(), job->timezone) : "-";
     out.push_back({{"name", name},
                    {"valid", true},
                    {"definition", job->ToJsonObject()},
@@ -159,9 +160,8 @@ int RunShow(Context& ctx, const CronArgs& args, bool next_only) {
   auto next = NextTimes(*job, next_only ? args.count : 5);
   if (!next.ok()) return ctx.Fail(command, next.status());
   if (ctx.global.json) {
-    nlohmann::json out = {{"name", args.name},
-                          {"timezone", job->timezone},
-                          {"next", NextJson(*next, job->timezone)}};
+    nlohmann::json out = {
+        {"name", args.name}, {"timezone", job->timezone}, {"next", NextJson(*next, job->timezone)}};
     if (!next_only) out["definition"] = job->ToJsonObject();
     PrintJson(out);
     return kExitOk;
@@ -173,7 +173,8 @@ int RunShow(Context& ctx, const CronArgs& args, bool next_only) {
   }
   for (sys_seconds t : *next) {
     std::cout << (next_only ? "" : "  ") << LocalText(t, job->timezone);
-    if (job->timezone != "UTC") std::cout << "  (" << TimeText(t.time_since_epoch().count() * 1000) << ")";
+    if (job->timezone != "UTC")
+      std::cout << "  (" << TimeText(t.time_since_epoch().count() * 1000) << ")";
     std::cout << "\n";
   }
   return kExitOk;
@@ -248,12 +249,14 @@ void AddCronCommand(CLI::App& app, Context& ctx) {
       ->callback([&ctx, show_args] { ctx.exit_code = RunShow(ctx, *show_args, false); });
 
   std::shared_ptr<CronArgs> rm_args;
-  NamedCommand(cron, "rm", "Remove a cron job", rm_args)
-      ->callback([&ctx, rm_args] { ctx.exit_code = RunRemove(ctx, *rm_args); });
+  NamedCommand(cron, "rm", "Remove a cron job", rm_args)->callback([&ctx, rm_args] {
+    ctx.exit_code = RunRemove(ctx, *rm_args);
+  });
 
   std::shared_ptr<CronArgs> enable_args;
-  NamedCommand(cron, "enable", "Let a job fire again", enable_args)
-      ->callback([&ctx, enable_args] { ctx.exit_code = RunEnable(ctx, *enable_args, true); });
+  NamedCommand(cron, "enable", "Let a job fire again", enable_args)->callback([&ctx, enable_args] {
+    ctx.exit_code = RunEnable(ctx, *enable_args, true);
+  });
 
   std::shared_ptr<CronArgs> disable_args;
   NamedCommand(cron, "disable", "Stop a job from firing (keeps its definition)", disable_args)

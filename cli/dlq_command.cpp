@@ -64,12 +64,13 @@ int RunList(Context& ctx, const DlqArgs& args) {
   Table table({"TASK", "TYPE", "DIED", "ATTEMPTS", "KIND", "LAST ERROR"});
   std::int64_t now = LocalNowMs();
   for (const auto& d : *dead) {
-    std::string error = d.last_error.size() > 80 ? d.last_error.substr(0, 77) + "..." : d.last_error;
+    std::string error =
+        d.last_error.size() > 80 ? d.last_error.substr(0, 77) + "..." : d.last_error;
     for (char& c : error) {
       if (c == '\n') c = ' ';
     }
-    table.Add({d.id, d.type, WhenText(d.dead_since_ms, now), std::to_string(d.attempts), d.kind,
-               error});
+    table.Add(
+        {d.id, d.type, WhenText(d.dead_since_ms, now), std::to_string(d.attempts), d.kind, error});
   }
   table.Print(std::cout);
   if (dead->size() == args.limit) {
@@ -130,9 +131,10 @@ int RunBatch(Context& ctx, const DlqArgs& args, const std::string& command, bool
 int CheckSelection(Context& ctx, const DlqArgs& args, const std::string& command, bool id_allowed) {
   int modes = (args.id.empty() ? 0 : 1) + (HasFilter(args) ? 1 : 0) + (args.all ? 1 : 0);
   if (modes == 1 && (id_allowed || args.id.empty())) return kExitOk;
-  return ctx.Usage(command, id_allowed ? "give one task id, or a filter (--type, --since, --until), "
-                                         "or --all"
-                                       : "give a filter (--type, --since, --until) or --all");
+  return ctx.Usage(command, id_allowed
+                                ? "give one task id, or a filter (--type, --since, --until), "
+                                  "or --all"
+                                : "give a filter (--type, --since, --until) or --all");
 }
 
 int RunReplay(Context& ctx, const DlqArgs& args) {
@@ -148,7 +150,9 @@ int RunReplay(Context& ctx, const DlqArgs& args) {
   auto sid = (*inspector)->ReplayDead(args.ns, args.id, payload);
   if (!sid.ok()) return ctx.Fail("dlq replay", sid.status());
   if (ctx.global.json) {
-    PrintJson({{"task_id", args.id}, {"namespace", args.ns}, {"stream_id", *sid},
+    PrintJson({{"task_id", args.id},
+               {"namespace", args.ns},
+               {"stream_id", *sid},
                {"payload_replaced", args.has_payload}});
   } else {
     std::cout << "replayed " << args.id << ": back in its stream as entry " << *sid
@@ -214,7 +218,8 @@ void AddDlqCommand(CLI::App& app, Context& ctx) {
   del->add_option("--ns", delete_args->ns, "Namespace")->required();
   AddFilterOptions(del, *delete_args);
   del->add_flag("--all", delete_args->all, "Every dead task of the namespace");
-  del->callback([&ctx, delete_args] { ctx.exit_code = RunDelete(ctx, *delete_args, "dlq delete"); });
+  del->callback(
+      [&ctx, delete_args] { ctx.exit_code = RunDelete(ctx, *delete_args, "dlq delete"); });
 
   auto purge_args = std::make_shared<DlqArgs>();
   CLI::App* purge = dlq->add_subcommand(

@@ -24,8 +24,9 @@ void PrintVerdict(const Verdict& v) {
 
 int RunDoctor(Context& ctx, const DoctorArgs& args) {
   if (args.id.empty() == args.type.empty()) {
-    return ctx.Usage("doctor", "give a task id (baton doctor ID --ns N) or a queue (--type T), not "
-                               "both");
+    return ctx.Usage("doctor",
+                     "give a task id (baton doctor ID --ns N) or a queue (--type T), not "
+                     "both");
   }
   InspectorOptions options;
   options.lease = std::chrono::milliseconds(args.lease_ms);
@@ -56,8 +57,8 @@ int RunDoctor(Context& ctx, const DoctorArgs& args) {
               << (q.oldest_age_ms ? DurationText(*q.oldest_age_ms) : std::string("-")) << "\n";
     for (const Verdict& v : diagnosis->findings) PrintVerdict(v);
   }
-  bool unknown = diagnosis->findings.size() == 1 &&
-                 diagnosis->findings.front().code == DoctorCode::kNotFound;
+  bool unknown =
+      diagnosis->findings.size() == 1 && diagnosis->findings.front().code == DoctorCode::kNotFound;
   return unknown ? kExitNotFound : kExitOk;
 }
 

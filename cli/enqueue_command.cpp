@@ -109,14 +109,15 @@ int RunEnqueue(Context& ctx, const EnqueueArgs& args) {
 
   const EnqueueResult& r = *result;
   if (ctx.global.json) {
-    PrintJson({{"task_id", r.task_id},
-               {"namespace", task->ns},
-               {"type", task->task_type},
-               {"outcome", OutcomeName(r.outcome)},
-               {"stream_id", r.stream_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.stream_id)},
-               {"due_ms", r.outcome == EnqueueOutcome::kScheduled ? nlohmann::json(r.due_ms)
-                                                                  : nlohmann::json(nullptr)},
-               {"detail", r.detail}});
+    PrintJson(
+        {{"task_id", r.task_id},
+         {"namespace", task->ns},
+         {"type", task->task_type},
+         {"outcome", OutcomeName(r.outcome)},
+         {"stream_id", r.stream_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.stream_id)},
+         {"due_ms", r.outcome == EnqueueOutcome::kScheduled ? nlohmann::json(r.due_ms)
+                                                            : nlohmann::json(nullptr)},
+         {"detail", r.detail}});
   } else {
     switch (r.outcome) {
       case EnqueueOutcome::kQueued:
@@ -159,13 +160,13 @@ void AddEnqueueCommand(CLI::App& app, Context& ctx) {
   auto* id = cmd->add_option("--id", args->id, "Task id (default: a new UUIDv7)");
   auto* unique_key = cmd->add_option("--unique-key", args->unique_key,
                                      "Refuse the task while another holds this key");
-  auto* unique_ttl = cmd->add_option("--unique-ttl", args->unique_ttl,
-                                     "How long the unique key is held, seconds");
+  auto* unique_ttl =
+      cmd->add_option("--unique-ttl", args->unique_ttl, "How long the unique key is held, seconds");
   unique_key->needs(unique_ttl);
   auto* extra = cmd->add_option("--extra", args->extra,
                                 "Other top-level task fields, a JSON object (trace, headers)");
-  auto* file = cmd->add_option("--file", args->file,
-                               "A whole task document (JSON; '-' reads stdin)");
+  auto* file =
+      cmd->add_option("--file", args->file, "A whole task document (JSON; '-' reads stdin)");
   for (CLI::Option* o : {ns, type, payload, delay, max_retry, timeout, id, extra}) {
     file->excludes(o);
   }

@@ -78,8 +78,8 @@ ExecResult RunCommand(const ExecRequest& request) {
   posix_spawnattr_init(&attr);
   // Own process group (so the timeout reaches whatever the shell starts), no blocked signals
   // (worker threads block SIGTERM/SIGINT), default dispositions (we ignore SIGPIPE).
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
   sigset_t none;
   sigemptyset(&none);

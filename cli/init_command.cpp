@@ -36,10 +36,11 @@ int RunInit(Context& ctx, const InitArgs& args) {
       std::cout << "functions library 'baton' version " << wanted << " is loaded\n";
     }
     if (!same) {
-      return ctx.Fail("init", Status(StatusCode::kVersionMismatch,
-                                     "functions library version " + *before +
-                                         " loaded in Redis, this build needs " + wanted),
-                      "Run 'baton init' to load it.");
+      return ctx.Fail(
+          "init",
+          Status(StatusCode::kVersionMismatch, "functions library version " + *before +
+                                                   " loaded in Redis, this build needs " + wanted),
+          "Run 'baton init' to load it.");
     }
     return kExitOk;
   }
@@ -48,7 +49,9 @@ int RunInit(Context& ctx, const InitArgs& args) {
     return ctx.Fail("init", s);
   }
   if (ctx.global.json) {
-    PrintJson({{"library", "baton"}, {"version", loaded}, {"previous", *before},
+    PrintJson({{"library", "baton"},
+               {"version", loaded},
+               {"previous", *before},
                {"changed", *before != loaded}});
   } else {
     std::cout << "functions library 'baton' version " << loaded << " loaded (was: " << *before

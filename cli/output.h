@@ -3,10 +3,9 @@
 // per command on stdout (pretty-printed, stable field names).
 #include <cstdint>
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace baton::cli {
 

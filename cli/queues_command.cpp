@@ -63,7 +63,8 @@ void AddQueuesCommand(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand("queues", "List queues and their counts");
   cmd->add_option("--ns", args->ns, "Only this namespace (default: every namespace)");
   cmd->footer(
-      "CONSUMERS is live/all (live: seen in the last 30 s). '~' marks an estimate (see docs/cli.md).");
+      "CONSUMERS is live/all (live: seen in the last 30 s). '~' marks an estimate (see "
+      "docs/cli.md).");
   cmd->callback([&ctx, args] { ctx.exit_code = RunQueues(ctx, *args); });
 }
 

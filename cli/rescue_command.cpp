@@ -26,8 +26,8 @@ void PrintProgress(const RescueProgress& p) {
             << "  pending       " << p.rescue_pending << " (held by rescue workers)\n"
             << "  newer held    " << p.rescue_pending_after
             << " (entries after the handover held by rescue workers)\n"
-            << "  G stuck left  " << p.group_pending_left
-            << " (entries " << s.group << " held that the rescue has not finished)\n"
+            << "  G stuck left  " << p.group_pending_left << " (entries " << s.group
+            << " held that the rescue has not finished)\n"
             << "  consumers     " << p.rescue_live_consumers << " live in " << s.rescue_group
             << ", " << p.group_live_consumers << " live in " << s.group << "\n";
   if (p.ready_to_finish) {
@@ -41,7 +41,8 @@ void PrintProgress(const RescueProgress& p) {
                  "finish\n";
   }
   if (p.group_live_consumers > 0) {
-    std::cout << "note: " << s.group << " has live consumers; tasks enqueued during the rescue "
+    std::cout << "note: " << s.group
+              << " has live consumers; tasks enqueued during the rescue "
                  "may reach both groups (see docs/rescue.md)\n";
   }
 }
@@ -116,8 +117,8 @@ void AddRescueCommand(CLI::App& app, Context& ctx) {
   rescue->require_subcommand(1);
 
   std::shared_ptr<RescueArgs> start_args;
-  CLI::App* start = Sub(rescue, "start", "Create <G>.rescue over G's backlog; G skips it",
-                        start_args);
+  CLI::App* start =
+      Sub(rescue, "start", "Create <G>.rescue over G's backlog; G skips it", start_args);
   start->add_option("--group", start_args->group, "The broken consumer group G");
   start->callback([&ctx, start_args] { ctx.exit_code = RunStart(ctx, *start_args); });
 
@@ -127,8 +128,8 @@ void AddRescueCommand(CLI::App& app, Context& ctx) {
   status->callback([&ctx, status_args] { ctx.exit_code = RunStatus(ctx, *status_args); });
 
   std::shared_ptr<RescueArgs> finish_args;
-  CLI::App* finish = Sub(rescue, "finish", "Hand the stream back to G and drop <G>.rescue",
-                         finish_args);
+  CLI::App* finish =
+      Sub(rescue, "finish", "Hand the stream back to G and drop <G>.rescue", finish_args);
   finish->add_option("--group", finish_args->group, "Ignored (the rescue state knows G)");
   finish->add_flag("--force", finish_args->force,
                    "Finish even though the rescue group has not drained the backlog");

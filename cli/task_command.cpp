@@ -21,8 +21,8 @@ std::string Where(const TaskInfo& t) {
     case TaskState::kActive: {
       const TaskLease& l = t.leases.front();
       return "running on consumer " + l.consumer + " (group " + l.group + ") for " +
-             DurationText(l.idle_ms) + ", delivery #" + std::to_string(l.deliveries) +
-             " (entry " + t.stream_id + ")";
+             DurationText(l.idle_ms) + ", delivery #" + std::to_string(l.deliveries) + " (entry " +
+             t.stream_id + ")";
     }
     case TaskState::kScheduled:
       return "delayed, due at " + WhenText(t.due_ms.value_or(0), t.now_ms);
@@ -76,8 +76,8 @@ void PrintTask(const TaskInfo& t) {
             << "):\n";
   Table table({"  TIME", "FROM", "TO", "ATTEMPT", "WORKER", "ERROR"});
   for (const TaskEvent& e : t.events) {
-    table.Add({"  " + TimeText(e.at_ms), e.from, e.to, std::to_string(e.attempt), e.worker,
-               e.error});
+    table.Add(
+        {"  " + TimeText(e.at_ms), e.from, e.to, std::to_string(e.attempt), e.worker, e.error});
   }
   if (table.empty()) {
     std::cout << "  (none)\n";

@@ -57,8 +57,11 @@ StatusOr<std::int64_t> ParseTimeArg(std::string_view field, std::string_view tex
   if (text == "now") return now_ms;
   if (text.size() >= 2) {
     char unit = text.back();
-    std::int64_t per = unit == 's' ? 1000 : unit == 'm' ? 60000 : unit == 'h' ? 3600000
-                                                                  : unit == 'd' ? 86400000 : 0;
+    std::int64_t per = unit == 's'   ? 1000
+                       : unit == 'm' ? 60000
+                       : unit == 'h' ? 3600000
+                       : unit == 'd' ? 86400000
+                                     : 0;
     if (per > 0 && ParseInt(text.substr(0, text.size() - 1), &n) && n >= 0) {
       return now_ms - n * per;
     }
@@ -66,8 +69,10 @@ StatusOr<std::int64_t> ParseTimeArg(std::string_view field, std::string_view tex
   std::int64_t ms = 0;
   if (ParseDateTime(text, &ms)) return ms;
   return Status::InvalidArgument(
-      field, "must be Unix seconds (1722489600), a UTC date-time (2024-08-01T12:00:00Z) or a span "
-             "before now (90s, 15m, 2h, 7d) (got \"" + std::string(text) + "\")");
+      field,
+      "must be Unix seconds (1722489600), a UTC date-time (2024-08-01T12:00:00Z) or a span "
+      "before now (90s, 15m, 2h, 7d) (got \"" +
+          std::string(text) + "\")");
 }
 
 }  // namespace baton::cli

@@ -72,7 +72,8 @@ Status RunTask(const WorkArgs& args, TaskContext& context) {
                       " s and was stopped with " + (r.killed ? "SIGKILL" : "SIGTERM") + detail);
   }
   if (r.cancelled) {
-    return Status(StatusCode::kCancelled, "command stopped (worker shutdown or lease lost)" + detail);
+    return Status(StatusCode::kCancelled,
+                  "command stopped (worker shutdown or lease lost)" + detail);
   }
   if (r.signal != 0) {
     return Status::Internal("command killed by signal " + std::to_string(r.signal) + detail);

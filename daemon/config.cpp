@@ -73,7 +73,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       "batond: Baton's scheduler daemon. Promotes due delayed and retrying tasks, takes back tasks "
       "whose lease expired, fires cron jobs. Run any number against one Redis.",
       "batond"};
-  app.set_version_flag("--version", "batond 0.1.0");
+  app.set_version_flag("--version", std::string("batond ") + BATON_VERSION);
   // CLI11 2.1 reads the environment after the config file, so BATON_CONFIG is applied here, as the
   // default file name; set, the file must exist.
   const char* env_config = std::getenv("BATON_CONFIG");
@@ -148,7 +148,8 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    result.exit_code = app.exit(e);
+    // app.exit() prints help/version to stdout or the error to stderr; every error exits with 2.
+    result.exit_code = app.exit(e) == 0 ? 0 : 2;
     return result;
   }
   c.lease = std::chrono::milliseconds(lease_ms);

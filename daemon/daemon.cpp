@@ -59,7 +59,7 @@ bool Daemon::WaitForStop(std::chrono::milliseconds ms) {
 
 nlohmann::json Daemon::HealthDetails() const {
   return {{"instance", config_.instance},
-          {"version", "0.1.0"},
+          {"version", BATON_VERSION},
           {"components",
            {{"promoter", running_ ? "running" : "starting"},
             {"reaper", running_ ? "running" : "starting"},
@@ -181,6 +181,7 @@ Status Daemon::StartComponents() {
     co.redis_url = config_.redis_url;
     co.events_maxlen = config_.events_maxlen;
     co.grace = config_.cron_grace;
+    co.namespaces = config_.namespaces;
     co.on_pass = [](const internal::CronRunResult& r) {
       for (const auto& f : r.fired) {
         Log(f.duplicate ? debug : info, f.duplicate ? "cron tick already fired" : "cron tick fired",

@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <thread>
 
@@ -28,9 +29,10 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   baton::batond::Daemon daemon(config);
-  std::thread signal_thread([&daemon, signals] {
+  std::atomic<bool> finished{false};
+  std::thread signal_thread([&daemon, &finished, signals] {
     int sig = 0;
-    if (sigwait(&signals, &sig) == 0) {
+    if (sigwait(&signals, &sig) == 0 && !finished.load()) {
       Log(spdlog::level::info, "signal received, shutting down",
           {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
     }
@@ -38,7 +40,8 @@ int main(int argc, char** argv) {
   });
 
   baton::Status status = daemon.Run();
-  // Run() may return without a signal (error): wake the signal thread so it can be joined.
+  // Run() may return without a signal (an error): wake the signal thread so it can be joined.
+  finished = true;
   pthread_kill(signal_thread.native_handle(), SIGTERM);
   signal_thread.join();
   if (!status.ok()) {

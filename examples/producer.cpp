@@ -14,33 +14,28 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  auto request = [](const char* type, nlohmann::json payload) {
+    baton::TaskRequest r;
+    r.ns = "order";
+    r.task_type = type;
+    r.payload = std::move(payload);
+    return r;
+  };
   std::vector<baton::TaskRequest> requests;
   for (int i = 1; i <= 5; ++i) {
-    requests.push_back({.ns = "order",
-                        .task_type = "send_notification",
-                        .payload = {{"order_id", 12340 + i}, {"channel", "sms"}},
-                        .options = {}});
+    requests.push_back(request("send_notification", {{"order_id", 12340 + i}, {"channel", "sms"}}));
   }
   // A cancellation delayed by 3 seconds (the seed's "cancel unpaid order after 30 minutes").
-  requests.push_back({.ns = "order",
-                      .task_type = "cancel_unpaid",
-                      .payload = {{"order_id", 12345}},
-                      .options = {.delay_seconds = 3}});
+  requests.push_back(request("cancel_unpaid", {{"order_id", 12345}}));
+  requests.back().options.delay_seconds = 3;
   // Fails on its first attempt, succeeds on the retry.
-  requests.push_back({.ns = "order",
-                      .task_type = "flaky_inventory",
-                      .payload = {{"sku", "A-1"}},
-                      .options = {}});
+  requests.push_back(request("flaky_inventory", {{"sku", "A-1"}}));
   // Fails every time: exhausts max_retry and lands in the dead-letter queue.
-  requests.push_back({.ns = "order",
-                      .task_type = "charge_card",
-                      .payload = {{"card", "4000-0000-0000-0002"}},
-                      .options = {.max_retry = 2}});
+  requests.push_back(request("charge_card", {{"card", "4000-0000-0000-0002"}}));
+  requests.back().options.max_retry = 2;
   // The same task id twice: the second enqueue is reported as a duplicate, nothing is written.
-  requests.push_back({.ns = "order",
-                      .task_type = "send_notification",
-                      .payload = {{"order_id", 99}},
-                      .options = {.task_id = "order-99-confirmation"}});
+  requests.push_back(request("send_notification", {{"order_id", 99}}));
+  requests.back().options.task_id = "order-99-confirmation";
   requests.push_back(requests.back());
 
   auto results = (*client)->EnqueueMany(requests);
@@ -59,8 +54,8 @@ int main(int argc, char** argv) {
   }
 
   // Bad input gets a clear error that names the field, and nothing is written.
-  baton::TaskRequest bad{.ns = "order", .task_type = "send_notification", .payload = {},
-                         .options = {.max_retry = 99}};
+  baton::TaskRequest bad = request("send_notification", nlohmann::json::object());
+  bad.options.max_retry = 99;
   auto rejected = (*client)->Enqueue(bad);
   std::printf("invalid task rejected: %s\n", rejected.status().ToString().c_str());
   return 0;

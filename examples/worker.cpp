@@ -2,7 +2,9 @@
 //   baton_example_worker redis://127.0.0.1:6379
 #include <baton/worker.h>
 
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <stdexcept>
 #include <string>
 
@@ -19,8 +21,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   };
   // Short retry delays so the demo finishes in seconds (the default base is 2 s, max 10 min).
-  baton::TypeOptions quick_retry{.concurrency = 2, .retry = {.base = std::chrono::milliseconds(500),
-                                                             .max = std::chrono::seconds(2)}};
+  baton::TypeOptions quick_retry;
+  quick_retry.concurrency = 2;
+  quick_retry.retry.base = std::chrono::milliseconds(500);
+  quick_retry.retry.max = std::chrono::seconds(2);
 
   worker.Register("order", "send_notification", [&](baton::TaskContext& ctx) {
     log(ctx, ("notify " + ctx.task().payload_json).c_str());

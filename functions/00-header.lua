@@ -13,6 +13,8 @@ Rules every function follows:
   - Expected failures are error replies 'BATON_INVALID <field>: <rule>', 'BATON_NOT_FOUND <what>',
     'BATON_CONFLICT <what>' (contract/errors.json), returned before anything is written.
   - The payload is opaque text: it is never decoded (cjson would round numbers).
+  - Events are added without a cap; the wrapper of register() trims the events stream once at the
+    end of every call that emitted (XTRIM MAXLEN ~ N).
 
 While the library loads only `redis.register_function` is reachable, so the standard library and
 redis.call are bound into upvalues by init() at the start of every call.
@@ -41,7 +43,9 @@ for i = 0, 99 do
   end
 end
 
-local ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.:%-]*$'
+-- The same sets as ID_RULE, digits and lower case first: Lua tries a class's items in order, and
+-- most ids (UUIDs) are digits, lower-case hex and '-'.
+local ID_PATTERN = '^[0-9a-zA-Z][0-9a-z%-A-Z_.:]*$'
 local ID_RULE = 'must match ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$'
 
 local call, pcall_redis, find, sub, match, byte, fmt, floor, unpack_, tonumber_, type_, encode,

@@ -148,8 +148,10 @@ register('baton_enqueue', function(keys, args)
         new_records[r + 1] = id
         new_records[r + 2] = queued_prefix .. sid
         r = r + 2
-        if with_events then
-          emit(ctx, id, task_type, 'new', 'queued', '0', '', '')
+        if with_events then -- emit(), inlined on the hot path
+          call('XADD', events, '*', 'id', id, 'type', task_type, 'from', 'new', 'to', 'queued',
+            'attempt', '0', 'worker', '', 'error', '')
+          trim_ctx = ctx
         end
         seen[id] = 'queued'
         out[i] = { 'queued', sid }

@@ -56,7 +56,8 @@ register('baton_dequeue', function(keys, args)
   local list = read[1][2]
   local n = #list
   local checked, reasons = {}, {}
-  local lookup_ids, lookup_index, m = {}, {}, 0
+  local lookup_ids, m = {}, 0
+  local lookup_index = nil -- entry -> index in lookup_ids, once an entry had no id (else equal)
   local created_ok = {} -- created_at texts already checked (a batch mostly shares a few)
   for i = 1, n do
     local fv = list[i][2]
@@ -82,7 +83,14 @@ register('baton_dequeue', function(keys, args)
     if id then
       m = m + 1
       lookup_ids[m] = id
-      lookup_index[i] = m
+      if lookup_index then
+        lookup_index[i] = m
+      end
+    elseif not lookup_index then
+      lookup_index = {}
+      for j = 1, i - 1 do
+        lookup_index[j] = j
+      end
     end
   end
   local records = call_many('HMGET', tasks, lookup_ids)
@@ -95,7 +103,12 @@ register('baton_dequeue', function(keys, args)
   for i = 1, n do
     local sid = list[i][1]
     local v = checked[i]
-    local rec = lookup_index[i] and records[lookup_index[i]] or false
+    local rec
+    if lookup_index then
+      rec = lookup_index[i] and records[lookup_index[i]] or false
+    else
+      rec = records[i]
+    end
     local deliver = false
     if v and rec then
       if rec == expected_prefix .. v[16] .. '|' .. sid then
@@ -116,9 +129,11 @@ register('baton_dequeue', function(keys, args)
       out[k + 8] = v[14]
       out[k + 9] = v[16]
       k = k + 9
-      if with_events then
-        emit(ctx, v[2], task_type, 'queued', 'active',
-          NEXT_TEXT[v[16]] or int_text(tonumber_(v[16]) + 1), consumer, '')
+      if with_events then -- emit(), inlined on the hot path
+        call('XADD', events, '*', 'id', v[2], 'type', task_type, 'from', 'queued', 'to', 'active',
+          'attempt', NEXT_TEXT[v[16]] or int_text(tonumber_(v[16]) + 1), 'worker', consumer,
+          'error', '')
+        trim_ctx = ctx
       end
     elseif v and rec then
       drop_stale(ctx, v[2], sid, v[16], consumer)

@@ -92,8 +92,10 @@ register('baton_ack', function(keys, args)
       f = f + 1
       finished[f] = id
       call('SET', keys[6 + i], fresh_marker, 'EX', retention_text)
-      if with_events then
-        emit(ctx, id, task_type, 'active', 'done', '1', consumer, '')
+      if with_events then -- emit(), inlined on the hot path
+        call('XADD', events, '*', 'id', id, 'type', task_type, 'from', 'active', 'to', 'done',
+          'attempt', '1', 'worker', consumer, 'error', '')
+        trim_ctx = ctx
       end
     else
       local sid, rec = sids[i], records[i]

@@ -6,12 +6,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "baton/status.h"
 
@@ -24,8 +23,8 @@ class InspectorCore;
 struct InspectorOptions {
   std::string redis_url = "redis://127.0.0.1:6379";
   std::chrono::milliseconds timeout{5000};
-  std::size_t events_maxlen = 100000;           // events cap passed to replay / delete
-  std::chrono::seconds done_retention{86400};   // lifetime of the `deleted` marker of DeleteDead
+  std::size_t events_maxlen = 100000;          // events cap passed to replay / delete
+  std::chrono::seconds done_retention{86400};  // lifetime of the `deleted` marker of DeleteDead
   // A pending entry idle longer than this is "stuck" (the doctor's pending_stuck). Use the lease
   // your workers run with (WorkerOptions::lease).
   std::chrono::milliseconds lease{15000};
@@ -87,8 +86,8 @@ struct QueueInfo {
   bool scheduled_split_exact = true;
   std::int64_t dead = 0;  // dead-letter queue size
   std::vector<GroupInfo> groups;
-  int consumers = 0;       // all groups
-  int live_consumers = 0;  // all groups
+  int consumers = 0;                          // all groups
+  int live_consumers = 0;                     // all groups
   std::optional<std::int64_t> oldest_age_ms;  // age of the stream's first entry
   QueueRates rates;
   nlohmann::json ToJson() const;
@@ -106,7 +105,7 @@ struct PendingEntry {
 struct PendingConsumer {
   std::string name;
   std::int64_t count = 0;
-  std::int64_t max_idle_ms = 0;      // of its pending entries (lease age of its oldest task)
+  std::int64_t max_idle_ms = 0;       // of its pending entries (lease age of its oldest task)
   std::int64_t consumer_idle_ms = 0;  // since the consumer itself last talked to Redis
 };
 
@@ -177,15 +176,15 @@ struct TaskInfo {
   // Attempts made: before this delivery (queued, active), failed so far (retry, dead), or in all
   // (done).
   int attempts = 0;
-  std::string stream_id;                     // queued, active: the stream entry
-  std::vector<TaskLease> leases;             // active: who holds it
-  std::optional<std::int64_t> due_ms;        // scheduled, retry
+  std::string stream_id;                      // queued, active: the stream entry
+  std::vector<TaskLease> leases;              // active: who holds it
+  std::optional<std::int64_t> due_ms;         // scheduled, retry
   std::optional<std::int64_t> dead_since_ms;  // dead
-  std::optional<std::int64_t> finished_ms;   // done, cancelled, deleted
-  std::string finished_by;                   // done: the worker
-  std::optional<TaskBody> body;              // absent once finished
-  std::vector<TaskError> errors;             // oldest first (cleared when the task succeeds)
-  std::vector<TaskEvent> events;             // oldest first
+  std::optional<std::int64_t> finished_ms;    // done, cancelled, deleted
+  std::string finished_by;                    // done: the worker
+  std::optional<TaskBody> body;               // absent once finished
+  std::vector<TaskError> errors;              // oldest first (cleared when the task succeeds)
+  std::vector<TaskEvent> events;              // oldest first
   // False when the event scan stopped at InspectorOptions::event_scan_limit before it reached the
   // task's first event (or the events stream was trimmed past it).
   bool events_complete = true;
@@ -215,7 +214,7 @@ struct DeadTask {
 struct DeadBatchResult {
   std::size_t matched = 0;
   std::size_t succeeded = 0;
-  std::vector<std::string> failed_ids;   // with the reason at the same index in `failures`
+  std::vector<std::string> failed_ids;  // with the reason at the same index in `failures`
   std::vector<std::string> failures;
   nlohmann::json ToJson() const;
 };
@@ -253,14 +252,14 @@ std::string_view SeverityName(Severity severity);  // "ok", "info", "warning", "
 struct Verdict {
   DoctorCode code = DoctorCode::kNotFound;
   Severity severity = Severity::kInfo;
-  std::string message;                            // plain words, with the fix when there is one
+  std::string message;                              // plain words, with the fix when there is one
   nlohmann::json facts = nlohmann::json::object();  // the numbers behind the message
   nlohmann::json ToJson() const;
 };
 
 struct QueueDiagnosis {
   QueueInfo queue;
-  std::vector<Verdict> findings;  // worst first; exactly one kHealthy or kIdle when all is well
+  std::vector<Verdict> findings;  // worst first; a lone kHealthy or kIdle when nothing to report
   nlohmann::json ToJson() const;
 };
 
@@ -278,8 +277,8 @@ struct RescueState {
 
 struct RescueProgress {
   RescueState state;
-  std::int64_t undelivered = 0;      // entries <= handover not yet delivered to the rescue group
-  std::int64_t rescue_pending = 0;   // pending in the rescue group, <= handover
+  std::int64_t undelivered = 0;     // entries <= handover not yet delivered to the rescue group
+  std::int64_t rescue_pending = 0;  // pending in the rescue group, <= handover
   std::int64_t rescue_pending_after = 0;  // pending in the rescue group, > handover
   std::int64_t group_pending_left = 0;    // G's pending entries <= handover still in the stream
   int rescue_live_consumers = 0;
@@ -362,4 +361,3 @@ class Inspector {
 };
 
 }  // namespace baton
-

@@ -1,7 +1,7 @@
 #pragma once
 // The worker runtime: register handlers by (namespace, task_type), then Run(). Each task type has
-// its own fetcher thread, Redis connection and pool of handler threads, so a slow or backlogged type
-// never delays another. A fetcher only takes as many tasks as it has idle handler threads.
+// its own fetcher thread, Redis connection and pool of handler threads, so a slow or backlogged
+// type never delays another. A fetcher only takes as many tasks as it has idle handler threads.
 // At-least-once: a task is acked only after its handler returned OK; a worker that dies holding a
 // task loses its lease and the reaper hands the task to another worker (as a failed attempt).
 #include <atomic>
@@ -38,9 +38,12 @@ class TaskContext {
   // The attempt's deadline (steady clock); time_point::max() without execution_timeout.
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
 
-  TaskContext(const Task* task, int attempt, std::string stream_id,
-              const std::atomic<bool>* cancel, std::chrono::steady_clock::time_point deadline)
-      : task_(task), attempt_(attempt), stream_id_(std::move(stream_id)), cancel_(cancel),
+  TaskContext(const Task* task, int attempt, std::string stream_id, const std::atomic<bool>* cancel,
+              std::chrono::steady_clock::time_point deadline)
+      : task_(task),
+        attempt_(attempt),
+        stream_id_(std::move(stream_id)),
+        cancel_(cancel),
         deadline_(deadline) {}
 
  private:
@@ -83,7 +86,7 @@ struct WorkerOptions {
   std::string group = "baton";
   std::string service = "worker";
   int default_concurrency = 4;
-  int fetch_batch = 64;                         // most entries per dequeue call (>= 1)
+  int fetch_batch = 64;  // most entries per dequeue call (>= 1)
   // XREAD BLOCK when the stream is empty and nothing is in flight. While tasks are in flight the
   // fetcher blocks at most 100 ms at a time, so that their acks are sent promptly.
   std::chrono::milliseconds block{2000};

@@ -114,8 +114,9 @@ Status RedisConnection::Connect() {
   auto setup = [&](const std::vector<std::string>& argv, std::string_view what) -> Status {
     StatusOr<Reply> reply = Command(argv);
     if (!reply.ok()) return reply.status();
-    if (reply->is_error())
+    if (reply->is_error()) {
       return Status::Unavailable(where + ": " + std::string(what) + ": " + reply->str);
+    }
     return Status::Ok();
   };
   Status status;

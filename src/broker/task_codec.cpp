@@ -55,37 +55,33 @@ StatusOr<DeliveredTask> DecodeDequeuedEntry(std::string_view ns, std::string_vie
   task.payload_json = values[2].AsString();
 
   std::int64_t number = 0;
-  if (Status s = task_rules::ParseInteger(task_rules::kMaxRetryRule, values[3].AsString(), &number);
-      !s.ok())
-    return s;
+  Status status =
+      task_rules::ParseInteger(task_rules::kMaxRetryRule, values[3].AsString(), &number);
   task.max_retry = static_cast<int>(number);
-  if (Status s = task_rules::ParseInteger(task_rules::kDelaySecondsRule, values[4].AsString(),
-                                          &task.delay_seconds);
-      !s.ok()) {
-    return s;
+  if (status.ok()) {
+    status = task_rules::ParseInteger(task_rules::kDelaySecondsRule, values[4].AsString(),
+                                      &task.delay_seconds);
   }
-  if (Status s = task_rules::ParseInteger(task_rules::kCreatedAtRule, values[5].AsString(),
-                                          &task.created_at);
-      !s.ok()) {
-    return s;
+  if (status.ok()) {
+    status = task_rules::ParseInteger(task_rules::kCreatedAtRule, values[5].AsString(),
+                                      &task.created_at);
   }
-  if (const std::string timeout = values[6].AsString(); !timeout.empty()) {
-    if (Status s = task_rules::ParseInteger(task_rules::kExecutionTimeoutRule, timeout, &number);
-        !s.ok())
-      return s;
+  if (const std::string timeout = values[6].AsString(); status.ok() && !timeout.empty()) {
+    status = task_rules::ParseInteger(task_rules::kExecutionTimeoutRule, timeout, &number);
     task.execution_timeout = static_cast<int>(number);
   }
-  if (const std::string extra = values[7].AsString(); !extra.empty()) {
+  if (const std::string extra = values[7].AsString(); status.ok() && !extra.empty()) {
     task.extra = nlohmann::json::parse(extra, nullptr, /*allow_exceptions=*/false);
-    if (task.extra.is_discarded()) return Status::InvalidArgument("extra", "not valid JSON");
-    if (!task.extra.is_object()) {
-      return Status::InvalidArgument(
+    if (task.extra.is_discarded()) {
+      status = Status::InvalidArgument("extra", "not valid JSON");
+    } else if (!task.extra.is_object()) {
+      status = Status::InvalidArgument(
           "extra",
           "must be a JSON object (got " + std::string(task_rules::JsonTypeName(task.extra)) + ")");
     }
   }
-  if (Status s = task_rules::ParseInteger(kAttemptRule, values[8].AsString(), &number); !s.ok())
-    return s;
+  if (status.ok()) status = task_rules::ParseInteger(kAttemptRule, values[8].AsString(), &number);
+  if (!status.ok()) return status;
   delivered.attempt = static_cast<int>(number) + 1;
 
   // Every rule of the contract, including "payload is a JSON object": the entry may have been

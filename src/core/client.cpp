@@ -188,10 +188,12 @@ StatusOr<EnqueueResult> Client::EnqueueTask(const Task& task, const EnqueueOptio
 }
 
 Status Client::Cancel(const std::string& ns, const std::string& task_id) {
-  if (Status s = internal::task_rules::CheckName("namespace", ns); !s.ok())
+  if (Status s = internal::task_rules::CheckName("namespace", ns); !s.ok()) {
     return s.WithContext("cancel");
-  if (Status s = internal::task_rules::CheckTaskId(task_id); !s.ok())
+  }
+  if (Status s = internal::task_rules::CheckTaskId(task_id); !s.ok()) {
     return s.WithContext("cancel");
+  }
   if (Status s = impl_->EnsureConnected(); !s.ok()) return s.WithContext("cancel");
   internal::RedisConnection& connection = *impl_->connection;
   const internal::Keys keys(ns);

@@ -10,7 +10,9 @@ class Keys {
  public:
   explicit Keys(std::string_view ns) : prefix_("baton:{" + std::string(ns) + "}:") {}
 
-  std::string Stream(std::string_view type) const { return prefix_ + "stream:" + std::string(type); }
+  std::string Stream(std::string_view type) const {
+    return prefix_ + "stream:" + std::string(type);
+  }
   std::string Scheduled(std::string_view type) const {
     return prefix_ + "scheduled:" + std::string(type);
   }

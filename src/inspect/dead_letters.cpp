@@ -29,21 +29,32 @@ Status CheckPayload(const std::string& payload) {
   }
   if (payload.size() > kMaxPayloadBytes) {
     return Status::InvalidArgument(
-        "payload", "must be at most " + std::to_string(kMaxPayloadBytes) + " bytes once serialized");
+        "payload",
+        "must be at most " + std::to_string(kMaxPayloadBytes) + " bytes once serialized");
   }
   return Status::Ok();
 }
 
 Command ReplayCommand(const Keys& keys, const std::string& type, const std::string& id,
                       const std::string& payload, std::size_t maxlen) {
-  return {"FCALL", "baton_dlq_replay", "5", keys.Dead(type), keys.Stream(type), keys.Tasks(),
-          keys.Bodies(), keys.Events(), id, payload, std::to_string(maxlen)};
+  return {
+      "FCALL",       "baton_dlq_replay", "5", keys.Dead(type), keys.Stream(type),     keys.Tasks(),
+      keys.Bodies(), keys.Events(),      id,  payload,         std::to_string(maxlen)};
 }
 
 Command DeleteCommand(const Keys& keys, const std::string& type, const std::string& id,
                       std::int64_t retention_s, std::size_t maxlen) {
-  return {"FCALL", "baton_dlq_delete", "6", keys.Dead(type), keys.Tasks(), keys.Bodies(),
-          keys.Errors(), keys.Events(), keys.Done(id), id, std::to_string(retention_s),
+  return {"FCALL",
+          "baton_dlq_delete",
+          "6",
+          keys.Dead(type),
+          keys.Tasks(),
+          keys.Bodies(),
+          keys.Errors(),
+          keys.Events(),
+          keys.Done(id),
+          id,
+          std::to_string(retention_s),
           std::to_string(maxlen)};
 }
 

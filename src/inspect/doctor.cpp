@@ -174,8 +174,7 @@ Verdict Dead(const TaskInfo& info) {
 StatusOr<std::pair<std::int64_t, bool>> CountBetween(internal::InspectorCore& core,
                                                      const std::string& stream,
                                                      const std::string& after,
-                                                     const std::string& before,
-                                                     std::size_t limit) {
+                                                     const std::string& before, std::size_t limit) {
   std::int64_t count = 0;
   std::string start = "(" + after;
   std::string end = "(" + before;
@@ -204,8 +203,8 @@ StatusOr<Verdict> Queued(internal::InspectorCore& core, const internal::TaskLook
     return Make(DoctorCode::kLostEntry, Severity::kProblem,
                 "its record says it is queued at stream entry " + sid + " of " + stream +
                     ", but the stream has no such entry (deleted by hand, or trimmed with "
-                    "XTRIM/MAXLEN?). Nothing will run it: cancel it (`baton task cancel " + info.id +
-                    " --ns " + info.ns + "`) and enqueue it again.",
+                    "XTRIM/MAXLEN?). Nothing will run it: cancel it (`baton task cancel " +
+                    info.id + " --ns " + info.ns + "`) and enqueue it again.",
                 facts);
   }
   const auto& groups = lookup.stream.groups;
@@ -223,7 +222,8 @@ StatusOr<Verdict> Queued(internal::InspectorCore& core, const internal::TaskLook
                     " ago) but the stream has no consumer group: no worker ever subscribed to (" +
                     info.ns + ", " + info.type +
                     "). Check the namespace and task type your workers register (task types of "
-                    "namespace " + info.ns + ": " + list + ").",
+                    "namespace " +
+                    info.ns + ": " + list + ").",
                 facts);
   }
 
@@ -272,9 +272,11 @@ StatusOr<Verdict> Queued(internal::InspectorCore& core, const internal::TaskLook
                     ") is past this task's entry " + sid +
                     ", and the task is not pending: the group was created at \"$\" (latest) "
                     "after the task was enqueued, or moved with XGROUP SETID, and skipped the "
-                    "backlog. Fix: `redis-cli XGROUP SETID " + stream + " " + g.name +
+                    "backlog. Fix: `redis-cli XGROUP SETID " +
+                    stream + " " + g.name +
                     " 0` (every entry still in the stream is delivered again) or `baton rescue "
-                    "start --ns " + info.ns + " --type " + info.type + " --group " + g.name + "`.",
+                    "start --ns " +
+                    info.ns + " --type " + info.type + " --group " + g.name + "`.",
                 facts);
   }
   const GroupInfo* live = nullptr;
@@ -316,12 +318,13 @@ StatusOr<Verdict> Queued(internal::InspectorCore& core, const internal::TaskLook
                 {"ahead_exact", ahead->second},
                 {"live_consumers", live->live_consumers},
                 {"done_last_minute", r.done}});
-  std::string count =
-      (ahead->second ? "" : "at least ") + Plural(ahead->first, "entry", "entries");
+  std::string count = (ahead->second ? "" : "at least ") + Plural(ahead->first, "entry", "entries");
   std::string eta;
   if (r.done > 0) {
-    eta = " At the last minute's pace (" + std::to_string(r.done) + " done/min) its turn comes in "
-          "about " + FormatDuration(ahead->first * 60000 / r.done) + ".";
+    eta = " At the last minute's pace (" + std::to_string(r.done) +
+          " done/min) its turn comes in "
+          "about " +
+          FormatDuration(ahead->first * 60000 / r.done) + ".";
   }
   return Make(DoctorCode::kQueuedBacklog, Severity::kInfo,
               "queued " + FormatDuration(queued_for) + " ago behind " + count + "; group " +

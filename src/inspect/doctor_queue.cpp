@@ -51,8 +51,8 @@ StatusOr<std::int64_t> CountSkipped(internal::InspectorCore& core, const std::st
   std::set<std::string> held;
   for (const Reply& p : pending) held.insert(p.elements[0].AsString());
   // When the PEL walk was cut short, only entries up to its last id can be judged.
-  std::string bound = pending.size() < limit ? group.last_delivered_id
-                                             : pending.back().elements[0].AsString();
+  std::string bound =
+      pending.size() < limit ? group.last_delivered_id : pending.back().elements[0].AsString();
   std::int64_t skipped = 0;
   for (const Reply& e : entries) {
     std::string id = e.elements[0].AsString();
@@ -87,7 +87,8 @@ StatusOr<QueueDiagnosis> Inspector::DoctorQueue(const std::string& ns, const std
         Make(DoctorCode::kNotFound, Severity::kProblem,
              "no task type " + type + " in namespace " + ns +
                  ": nothing was ever enqueued with it here. Check the type name (task types of "
-                 "namespace " + ns + ": " + Joined(types) + ") and the namespace.",
+                 "namespace " +
+                 ns + ": " + Joined(types) + ") and the namespace.",
              {{"types", types}}));
     return d;
   }
@@ -105,7 +106,8 @@ StatusOr<QueueDiagnosis> Inspector::DoctorQueue(const std::string& ns, const std
     out.push_back(Make(DoctorCode::kNoGroup, Severity::kProblem,
                        std::to_string(q.stream_length) + " entries wait in " + stream +
                            " but it has no consumer group: no worker ever subscribed to (" + ns +
-                           ", " + type + "). Check the namespace and task type your workers "
+                           ", " + type +
+                           "). Check the namespace and task type your workers "
                            "register.",
                        {{"stream_length", q.stream_length}}));
   }
@@ -119,24 +121,23 @@ StatusOr<QueueDiagnosis> Inspector::DoctorQueue(const std::string& ns, const std
               " entries: they sit before its last-delivered-id (" + g.last_delivered_id +
               ") and are not pending, so it will never deliver them (the group was created at "
               "\"$\" after they were enqueued, or moved with XGROUP SETID). Fix: `redis-cli "
-              "XGROUP SETID " + stream + " " + g.name + " 0` or `baton rescue start --ns " + ns +
-              " --type " + type + " --group " + g.name + "`.",
+              "XGROUP SETID " +
+              stream + " " + g.name + " 0` or `baton rescue start --ns " + ns + " --type " + type +
+              " --group " + g.name + "`.",
           {{"group", g.name}, {"skipped", *skipped}, {"last_delivered_id", g.last_delivered_id}}));
     }
     if (g.ready > 0 && g.live_consumers == 0) {
-      out.push_back(Make(DoctorCode::kNoLiveConsumer, Severity::kProblem,
-                         std::to_string(g.ready) + " entries wait for group " + g.name +
-                             " but none of its " + std::to_string(g.consumers.size()) +
-                             " consumers was seen in the last " +
-                             FormatDuration(options.live_consumer_window.count()) +
-                             ": the workers are down. Start them.",
-                         {{"group", g.name},
-                          {"ready", g.ready},
-                          {"consumers", g.consumers.size()}}));
+      out.push_back(
+          Make(DoctorCode::kNoLiveConsumer, Severity::kProblem,
+               std::to_string(g.ready) + " entries wait for group " + g.name + " but none of its " +
+                   std::to_string(g.consumers.size()) + " consumers was seen in the last " +
+                   FormatDuration(options.live_consumer_window.count()) +
+                   ": the workers are down. Start them.",
+               {{"group", g.name}, {"ready", g.ready}, {"consumers", g.consumers.size()}}));
     }
-    auto stuck = core_->Call({"XPENDING", stream, g.name, "IDLE",
-                              std::to_string(options.lease.count() + 1), "-", "+",
-                              std::to_string(options.entry_scan_limit)});
+    auto stuck =
+        core_->Call({"XPENDING", stream, g.name, "IDLE", std::to_string(options.lease.count() + 1),
+                     "-", "+", std::to_string(options.entry_scan_limit)});
     if (!stuck.ok()) return stuck.status();
     if (!stuck->elements.empty()) {
       const Reply* oldest = &stuck->elements.front();
@@ -144,18 +145,20 @@ StatusOr<QueueDiagnosis> Inspector::DoctorQueue(const std::string& ns, const std
         if (p.elements[2].AsInteger() > oldest->elements[2].AsInteger()) oldest = &p;
       }
       std::int64_t n = static_cast<std::int64_t>(stuck->elements.size());
-      out.push_back(Make(
-          DoctorCode::kPendingStuck, Severity::kProblem,
-          std::to_string(n) + " entries of group " + g.name + " are pending longer than the "
-              "lease (" + FormatDuration(options.lease.count()) + "); the oldest on consumer " +
-              oldest->elements[1].AsString() + " for " +
-              FormatDuration(oldest->elements[2].AsInteger()) +
-              ". Those workers are stuck or dead; the lease reaper (batond, or a worker with "
-              "maintenance on) takes them back. If this stays, no reaper is running.",
-          {{"group", g.name},
-           {"stuck", n},
-           {"oldest_consumer", oldest->elements[1].AsString()},
-           {"oldest_idle_ms", oldest->elements[2].AsInteger()}}));
+      out.push_back(
+          Make(DoctorCode::kPendingStuck, Severity::kProblem,
+               std::to_string(n) + " entries of group " + g.name +
+                   " are pending longer than the "
+                   "lease (" +
+                   FormatDuration(options.lease.count()) + "); the oldest on consumer " +
+                   oldest->elements[1].AsString() + " for " +
+                   FormatDuration(oldest->elements[2].AsInteger()) +
+                   ". Those workers are stuck or dead; the lease reaper (batond, or a worker with "
+                   "maintenance on) takes them back. If this stays, no reaper is running.",
+               {{"group", g.name},
+                {"stuck", n},
+                {"oldest_consumer", oldest->elements[1].AsString()},
+                {"oldest_idle_ms", oldest->elements[2].AsInteger()}}));
     }
   }
 
@@ -166,8 +169,8 @@ StatusOr<QueueDiagnosis> Inspector::DoctorQueue(const std::string& ns, const std
     out.push_back(Make(DoctorCode::kOverdue, Severity::kProblem,
                        std::to_string(overdue->AsInteger()) +
                            " scheduled tasks are past their due time and still not in the "
-                           "stream: nothing promotes due tasks of (" + ns + ", " + type +
-                           "). Start batond (or a worker with maintenance on).",
+                           "stream: nothing promotes due tasks of (" +
+                           ns + ", " + type + "). Start batond (or a worker with maintenance on).",
                        {{"overdue", overdue->AsInteger()}}));
   }
 
@@ -211,8 +214,9 @@ StatusOr<QueueDiagnosis> Inspector::DoctorQueue(const std::string& ns, const std
       }
     }
     out.push_back(Make(DoctorCode::kDead, Severity::kWarning,
-                       std::to_string(q.dead) + " tasks are in the dead-letter queue (the latest: " +
-                           id + why + "). See `baton dlq list --ns " + ns + " --type " + type +
+                       std::to_string(q.dead) +
+                           " tasks are in the dead-letter queue (the latest: " + id + why +
+                           "). See `baton dlq list --ns " + ns + " --type " + type +
                            "`, fix the cause, then replay them.",
                        {{"dead", q.dead}, {"latest", id}}));
   }
@@ -225,15 +229,13 @@ StatusOr<QueueDiagnosis> Inspector::DoctorQueue(const std::string& ns, const std
                              std::to_string(q.live_consumers) + " live consumers.",
                          {{"live_consumers", q.live_consumers}}));
     } else {
-      out.push_back(Make(DoctorCode::kHealthy, Severity::kOk,
-                         std::to_string(q.ready) + " ready, " + std::to_string(q.in_flight) +
-                             " running, " + std::to_string(q.delayed + q.retrying) +
-                             " scheduled; " + std::to_string(q.live_consumers) +
-                             " live consumers; " + std::to_string(q.rates.done) +
-                             " done in the last minute.",
-                         {{"ready", q.ready},
-                          {"in_flight", q.in_flight},
-                          {"live_consumers", q.live_consumers}}));
+      out.push_back(Make(
+          DoctorCode::kHealthy, Severity::kOk,
+          std::to_string(q.ready) + " ready, " + std::to_string(q.in_flight) + " running, " +
+              std::to_string(q.delayed + q.retrying) + " scheduled; " +
+              std::to_string(q.live_consumers) + " live consumers; " +
+              std::to_string(q.rates.done) + " done in the last minute.",
+          {{"ready", q.ready}, {"in_flight", q.in_flight}, {"live_consumers", q.live_consumers}}));
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const Verdict& a, const Verdict& b) {

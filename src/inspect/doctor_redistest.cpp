@@ -111,9 +111,10 @@ TEST_F(DoctorTest, GroupCreatedAtLatestSkippedTheBacklog) {
 }
 
 TEST_F(DoctorTest, PendingStuckPastTheLease) {
+  Reconnect(ShortThresholds());
   std::string id = Enqueue("t");
   ASSERT_EQ(Dequeue("t", "g", "crashed-worker", 1).size(), 1u);  // never acked
-  Sleep(1300ms);  // lease is 1 s
+  Sleep(1300ms);                                                 // lease is 1 s
   Verdict v = Diagnose(id);
   EXPECT_EQ(v.code, DoctorCode::kPendingStuck);
   EXPECT_NE(v.message.find("crashed-worker"), std::string::npos);
@@ -130,6 +131,7 @@ TEST_F(DoctorTest, ActiveWithinTheLease) {
 }
 
 TEST_F(DoctorTest, NoLiveConsumerWhenTheWorkersWentAway) {
+  Reconnect(ShortThresholds());
   Enqueue("t");
   ASSERT_EQ(Dequeue("t", "g", "old-worker", 1).size(), 1u);
   std::string id = Enqueue("t");
@@ -220,6 +222,7 @@ TEST_F(DoctorTest, QueueFindings) {
   Enqueue("stuck");
   ASSERT_EQ(Dequeue("stuck", "g", "c1", 1).size(), 1u);
   Enqueue("late", "{}", Delayed(1));
+  Reconnect(ShortThresholds());
   Sleep(2300ms);  // past the lease (1 s), the live window (2 s) and the due time + grace
   auto stuck = QueueCodes("stuck");
   EXPECT_TRUE(Has(stuck, DoctorCode::kPendingStuck));

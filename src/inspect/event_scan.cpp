@@ -91,18 +91,18 @@ StatusOr<RateSample> MeasureRates(InspectorCore& core, const std::string& events
   auto& rates = sample.by_type;
   std::int64_t since = now_ms - kRateWindowMs;
   std::int64_t oldest_seen = now_ms;
-  auto walked = WalkBackwards(core, events_key, std::to_string(since) + "-0", limit,
-                              [&](const Reply& entry) {
-                                TaskEvent event = ParseEvent(entry);
-                                oldest_seen = event.at_ms;
-                                auto fields = FieldMap(entry.elements[1]);
-                                QueueRates& r = rates[FieldText(fields, "type")];
-                                if (event.to == "done") ++r.done;
-                                if (event.to == "retry" || event.to == "dead") ++r.failed;
-                                if (event.to == "queued") ++r.queued;
-                                if (event.from == "queued" && event.to == "active") ++r.started;
-                                return true;
-                              });
+  auto walked =
+      WalkBackwards(core, events_key, std::to_string(since) + "-0", limit, [&](const Reply& entry) {
+        TaskEvent event = ParseEvent(entry);
+        oldest_seen = event.at_ms;
+        auto fields = FieldMap(entry.elements[1]);
+        QueueRates& r = rates[FieldText(fields, "type")];
+        if (event.to == "done") ++r.done;
+        if (event.to == "retry" || event.to == "dead") ++r.failed;
+        if (event.to == "queued") ++r.queued;
+        if (event.from == "queued" && event.to == "active") ++r.started;
+        return true;
+      });
   if (!walked.ok()) return walked.status();
   if (!walked->second) {
     // More events than the limit in the minute: scale the newest ones up to the whole window.

@@ -6,11 +6,10 @@
 
 #include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "baton/client.h"
 #include "baton/inspector.h"
@@ -44,13 +43,21 @@ class InspectTest : public ::testing::Test {
     Reconnect(Options());
   }
 
-  // Test-sized thresholds: a 1 s lease, consumers live for 2 s.
+  // Generous thresholds, so that a loaded machine cannot turn "active" into "stuck".
   InspectorOptions Options() const {
     InspectorOptions o;
     o.redis_url = redis_.url();
+    o.lease = std::chrono::milliseconds(60000);
+    o.live_consumer_window = std::chrono::milliseconds(60000);
+    o.overdue_grace = std::chrono::milliseconds(500);
+    return o;
+  }
+
+  // Short thresholds for the tests that wait them out: a 1 s lease, consumers live for 2 s.
+  InspectorOptions ShortThresholds() const {
+    InspectorOptions o = Options();
     o.lease = std::chrono::milliseconds(1000);
     o.live_consumer_window = std::chrono::milliseconds(2000);
-    o.overdue_grace = std::chrono::milliseconds(500);
     return o;
   }
 
@@ -84,9 +91,9 @@ class InspectTest : public ::testing::Test {
   std::vector<Delivered> Dequeue(const std::string& type, const std::string& group,
                                  const std::string& consumer, int count) {
     internal::Keys k(kNs);
-    internal::Reply r = Call({"FCALL", "baton_dequeue", "6", k.Stream(type), k.Tasks(), k.Events(),
-                              k.Bodies(), k.Errors(), k.Dead(type), group, consumer,
-                              std::to_string(count), "100000"});
+    internal::Reply r =
+        Call({"FCALL", "baton_dequeue", "6", k.Stream(type), k.Tasks(), k.Events(), k.Bodies(),
+              k.Errors(), k.Dead(type), group, consumer, std::to_string(count), "100000"});
     std::vector<Delivered> out;
     if (!r.is_array() || r.elements.empty()) return out;
     const auto& flat = r.elements[0].elements;
@@ -111,10 +118,27 @@ class InspectTest : public ::testing::Test {
                    const std::string& error, const std::string& kind = "error",
                    const std::string& consumer = "c1", std::int64_t base_ms = 60000) {
     internal::Keys k(kNs);
-    internal::Reply r =
-        Call({"FCALL", "baton_fail", "7", k.Stream(type), k.Scheduled(type), k.Dead(type),
-              k.Tasks(), k.Bodies(), k.Errors(), k.Events(), group, d.id, d.sid, consumer, kind,
-              error, "at handler()\nat main()", std::to_string(base_ms), "600000", "0", "100000"});
+    internal::Reply r = Call({"FCALL",
+                              "baton_fail",
+                              "7",
+                              k.Stream(type),
+                              k.Scheduled(type),
+                              k.Dead(type),
+                              k.Tasks(),
+                              k.Bodies(),
+                              k.Errors(),
+                              k.Events(),
+                              group,
+                              d.id,
+                              d.sid,
+                              consumer,
+                              kind,
+                              error,
+                              "at handler()\nat main()",
+                              std::to_string(base_ms),
+                              "600000",
+                              "0",
+                              "100000"});
     return r.is_array() && !r.elements.empty() ? r.elements[0].AsString() : "";
   }
 

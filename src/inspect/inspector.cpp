@@ -54,7 +54,8 @@ StatusOr<std::vector<QueueInfo>> Inspector::ListQueues(const std::string& ns) {
   if (!types.ok()) return types.status();
   auto now = core_->ServerTimeMs();
   if (!now.ok()) return now.status();
-  auto rates = internal::MeasureRates(*core_, keys.Events(), *now, core_->options().event_scan_limit);
+  auto rates =
+      internal::MeasureRates(*core_, keys.Events(), *now, core_->options().event_scan_limit);
   if (!rates.ok()) return rates.status();
   std::vector<QueueInfo> queues;
   for (const std::string& type : *types) {
@@ -79,7 +80,8 @@ StatusOr<QueueInfo> Inspector::GetQueue(const std::string& ns, const std::string
   }
   auto now = core_->ServerTimeMs();
   if (!now.ok()) return now.status();
-  auto rates = internal::MeasureRates(*core_, keys.Events(), *now, core_->options().event_scan_limit);
+  auto rates =
+      internal::MeasureRates(*core_, keys.Events(), *now, core_->options().event_scan_limit);
   if (!rates.ok()) return rates.status();
   return internal::ReadQueue(*core_, ns, type, *now, *rates);
 }
@@ -144,7 +146,8 @@ StatusOr<PendingReport> Inspector::Pending(const std::string& ns, const std::str
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const Reply& r = (*bodies)[i];
       if (r.is_array() && !r.elements.empty() && r.elements[0].elements.size() >= 2) {
-        entries[i].task_id = internal::FieldText(internal::FieldMap(r.elements[0].elements[1]), "id");
+        entries[i].task_id =
+            internal::FieldText(internal::FieldMap(r.elements[0].elements[1]), "id");
       }
     }
     group.longest_idle = std::move(entries);

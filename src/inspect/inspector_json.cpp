@@ -17,12 +17,9 @@ nlohmann::json GroupToJson(const GroupInfo& g) {
     consumers.push_back(
         {{"name", c.name}, {"pending", c.pending}, {"idle_ms", c.idle_ms}, {"live", c.live}});
   }
-  return {{"name", g.name},
-          {"last_delivered_id", g.last_delivered_id},
-          {"pending", g.pending},
-          {"lag", Optional(g.lag)},
-          {"ready", g.ready},
-          {"live_consumers", g.live_consumers},
+  return {{"name", g.name},        {"last_delivered_id", g.last_delivered_id},
+          {"pending", g.pending},  {"lag", Optional(g.lag)},
+          {"ready", g.ready},      {"live_consumers", g.live_consumers},
           {"consumers", consumers}};
 }
 
@@ -204,12 +201,8 @@ nlohmann::json TaskInfo::ToJson() const {
 }
 
 nlohmann::json DeadTask::ToJson() const {
-  return {{"task_id", id},
-          {"type", type},
-          {"dead_since_ms", dead_since_ms},
-          {"attempts", attempts},
-          {"kind", kind},
-          {"last_error", last_error}};
+  return {{"task_id", id},        {"type", type}, {"dead_since_ms", dead_since_ms},
+          {"attempts", attempts}, {"kind", kind}, {"last_error", last_error}};
 }
 
 nlohmann::json DeadBatchResult::ToJson() const {

@@ -123,7 +123,7 @@ TEST_F(InspectorTest, PendingPerConsumerWithTheLongestIdleEntries) {
   ASSERT_EQ(g.longest_idle.size(), 3u);
   EXPECT_EQ(g.longest_idle.back().consumer, "c2");
   EXPECT_EQ(g.longest_idle.back().task_id, ids[2]);
-  EXPECT_EQ(report->lease_ms, 1000);
+  EXPECT_EQ(report->lease_ms, 60000);
 }
 
 TEST_F(InspectorTest, GetTaskQueuedAndActive) {
@@ -134,7 +134,8 @@ TEST_F(InspectorTest, GetTaskQueuedAndActive) {
   EXPECT_EQ(queued->type, "t");
   EXPECT_FALSE(queued->stream_id.empty());
   ASSERT_TRUE(queued->body.has_value());
-  EXPECT_EQ(nlohmann::json::parse(queued->body->payload), nlohmann::json::parse("{\"to\":\"a@b.c\",\"n\":1.50}"));
+  EXPECT_EQ(nlohmann::json::parse(queued->body->payload),
+            nlohmann::json::parse("{\"to\":\"a@b.c\",\"n\":1.50}"));
   ASSERT_EQ(queued->events.size(), 1u);
   EXPECT_EQ(queued->events[0].from, "new");
   EXPECT_EQ(queued->events[0].to, "queued");
@@ -328,6 +329,57 @@ TEST_F(InspectorTest, ReplayMatchingAndPurgeUseTheFilter) {
   EXPECT_EQ(inspector_->GetTask(kNs, b2)->state, TaskState::kDeleted);
   EXPECT_EQ(redis_.Integer({"ZCARD", keys().Dead("b")}), 0);
   EXPECT_EQ(inspector_->ListDead(kNs, everything)->size(), 0u);
+}
+
+TEST_F(InspectorTest, EventWalksCrossChunksAndStopAtTheLimit) {
+  std::string first = Enqueue("t");
+  std::vector<TaskRequest> many(1500);
+  for (auto& r : many) {
+    r.ns = kNs;
+    r.task_type = "t";
+  }
+  ASSERT_TRUE(client_->EnqueueMany(many).ok());
+
+  auto task = inspector_->GetTask(kNs, first);  // its event is 1500 events back: two chunks
+  ASSERT_TRUE(task.ok());
+  ASSERT_EQ(task->events.size(), 1u);
+  EXPECT_EQ(task->events[0].to, "queued");
+  EXPECT_TRUE(task->events_complete);
+  auto q = inspector_->GetQueue(kNs, "t");
+  EXPECT_EQ(q->rates.queued, 1501);
+  EXPECT_TRUE(q->rates.exact);
+
+  InspectorOptions small = Options();
+  small.event_scan_limit = 100;
+  Reconnect(small);
+  auto cut = inspector_->GetTask(kNs, first);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_TRUE(cut->events.empty());
+  EXPECT_FALSE(cut->events_complete);
+  auto scaled = inspector_->GetQueue(kNs, "t");
+  EXPECT_FALSE(scaled->rates.exact);
+  EXPECT_GE(scaled->rates.queued, 100);  // 100 events scaled up to a whole minute
+}
+
+TEST_F(InspectorTest, DelayedRetryingSplitIsExtrapolatedPastTheScanLimit) {
+  for (int i = 0; i < 3; ++i) {
+    Enqueue("t");
+    auto d = Dequeue("t", "g", "c1", 1);
+    ASSERT_EQ(Fail("t", "g", d[0], "e", "error", "c1", /*base_ms=*/1000), "retry");
+  }
+  for (int i = 0; i < 20; ++i) Enqueue("t", "{}", Delayed(3600));
+  auto exact = inspector_->GetQueue(kNs, "t");
+  EXPECT_EQ(exact->retrying, 3);
+  EXPECT_EQ(exact->delayed, 20);
+  EXPECT_TRUE(exact->scheduled_split_exact);
+
+  InspectorOptions small = Options();
+  small.scheduled_scan_limit = 10;  // the 10 earliest: the 3 retries and 7 first runs
+  Reconnect(small);
+  auto estimate = inspector_->GetQueue(kNs, "t");
+  EXPECT_FALSE(estimate->scheduled_split_exact);
+  EXPECT_EQ(estimate->delayed + estimate->retrying, 23);
+  EXPECT_EQ(estimate->retrying, 7);  // 3/10 of 23
 }
 
 TEST_F(InspectorTest, WritesNeedTheFunctionsLibrary) {

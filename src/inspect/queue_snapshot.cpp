@@ -24,8 +24,8 @@ StatusOr<ScheduledSplit> SplitScheduled(InspectorCore& core, const std::string& 
   std::int64_t scanned = 0;
   while (scanned < scan) {
     std::int64_t stop = std::min<std::int64_t>(scanned + kChunk, scan) - 1;
-    auto ids = core.Call(
-        {"ZRANGE", keys.Scheduled(type), std::to_string(scanned), std::to_string(stop)});
+    auto ids =
+        core.Call({"ZRANGE", keys.Scheduled(type), std::to_string(scanned), std::to_string(stop)});
     if (!ids.ok()) return ids.status();
     if (ids->elements.empty()) break;
     Command hmget = {"HMGET", keys.Tasks()};

@@ -23,8 +23,8 @@ struct ScheduledSplit {
 StatusOr<ScheduledSplit> SplitScheduled(InspectorCore& core, const std::string& ns,
                                         const std::string& type, std::size_t scan_limit);
 
-// Everything QueueInfo holds for (ns, type). `rates` comes from MeasureRates (one walk of the events
-// stream serves every type of the namespace). `stream_out`, when given, receives the stream
+// Everything QueueInfo holds for (ns, type). `rates` comes from MeasureRates (one walk of the
+// events stream serves every type of the namespace). `stream_out`, when given, receives the stream
 // snapshot the counts came from.
 StatusOr<QueueInfo> ReadQueue(InspectorCore& core, const std::string& ns, const std::string& type,
                               std::int64_t now_ms, const RateSample& rates,

@@ -23,7 +23,8 @@ constexpr std::size_t kChunk = 1000;
 
 Status CheckGroup(const std::string& group) {
   if (group.empty() || group.find_first_of(" \t\r\n") != std::string::npos) {
-    return Status::InvalidArgument("group", "must be a non-empty consumer group name without spaces");
+    return Status::InvalidArgument("group",
+                                   "must be a non-empty consumer group name without spaces");
   }
   return Status::Ok();
 }
@@ -53,9 +54,9 @@ StatusOr<RescueState> ReadState(internal::InspectorCore& core, const std::string
 // Number of replies of a ranged read walked in chunks (XRANGE / XPENDING): `make(start, count)`
 // builds the command; stops at `limit`. Returns the count and whether it is exact.
 template <typename Make>
-StatusOr<std::pair<std::int64_t, bool>> CountRange(internal::InspectorCore& core,
-                                                   std::string start, std::size_t limit,
-                                                   Make make, std::vector<std::string>* ids) {
+StatusOr<std::pair<std::int64_t, bool>> CountRange(internal::InspectorCore& core, std::string start,
+                                                   std::size_t limit, Make make,
+                                                   std::vector<std::string>* ids) {
   std::int64_t n = 0;
   while (static_cast<std::size_t>(n) < limit) {
     std::size_t count = std::min(kChunk, limit - static_cast<std::size_t>(n));
@@ -151,25 +152,25 @@ StatusOr<RescueProgress> Inspector::RescueStart(const std::string& ns, const std
   if (Status s = internal::CheckTypeArg(type); !s.ok()) return s;
   if (Status s = CheckGroup(group); !s.ok()) return s;
   Keys keys(ns);
-  auto reply = core_->Call({"EVAL", std::string(internal::kRescuePrelude) +
-                                        internal::kRescueStartScript,
-                            "2", keys.Stream(type), internal::RescueKey(keys, type), group,
-                            internal::RescueGroupName(group)});
+  auto reply =
+      core_->Call({"EVAL", std::string(internal::kRescuePrelude) + internal::kRescueStartScript,
+                   "2", keys.Stream(type), internal::RescueKey(keys, type), group,
+                   internal::RescueGroupName(group)});
   if (!reply.ok()) return reply.status().WithContext("rescue start");
   return RescueStatus(ns, type);
 }
 
-StatusOr<RescueFinishResult> Inspector::RescueFinish(const std::string& ns,
-                                                     const std::string& type, bool force) {
+StatusOr<RescueFinishResult> Inspector::RescueFinish(const std::string& ns, const std::string& type,
+                                                     bool force) {
   if (Status s = internal::CheckNamespaceArg(ns); !s.ok()) return s;
   if (Status s = internal::CheckTypeArg(type); !s.ok()) return s;
   auto state = ReadState(*core_, ns, type);
   if (!state.ok()) return state.status();
   Keys keys(ns);
-  auto reply = core_->Call({"EVAL", std::string(internal::kRescuePrelude) +
-                                        internal::kRescueFinishScript,
-                            "2", keys.Stream(type), internal::RescueKey(keys, type),
-                            force ? "1" : "0", std::to_string(core_->options().entry_scan_limit)});
+  auto reply =
+      core_->Call({"EVAL", std::string(internal::kRescuePrelude) + internal::kRescueFinishScript,
+                   "2", keys.Stream(type), internal::RescueKey(keys, type), force ? "1" : "0",
+                   std::to_string(core_->options().entry_scan_limit)});
   if (!reply.ok()) return reply.status().WithContext("rescue finish");
   if (!reply->is_array() || reply->elements.size() != 3) {
     return Status::Internal("rescue finish: unexpected reply");

@@ -15,6 +15,8 @@ inline std::string RescueKey(const Keys& keys, std::string_view type) {
 }
 
 // The disaster-recovery group of `group`.
-inline std::string RescueGroupName(std::string_view group) { return std::string(group) + ".rescue"; }
+inline std::string RescueGroupName(std::string_view group) {
+  return std::string(group) + ".rescue";
+}
 
 }  // namespace baton::internal

@@ -65,13 +65,14 @@ local handover = info['last-generated-id']
 local before = g['last-delivered-id']
 redis.call('XGROUP', 'CREATE', stream, rescue, '0')
 if cmp(before, handover) < 0 then
-  redis.call('XGROUP', 'SETID', stream, group, handover, 'ENTRIESREAD', info['entries-added'])
+  redis.call('XGROUP', 'SETID', stream, group, handover, 'ENTRIESREAD',
+    string.format('%d', info['entries-added']))
 end
 local t = redis.call('TIME')
 local started = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', state, 'group', group, 'rescue_group', rescue, 'handover_id', handover,
   'group_last_id_before', before, 'started_ms', string.format('%d', started),
-  'backlog_at_start', info['length'])
+  'backlog_at_start', string.format('%d', info['length']))
 return handover
 )LUA";
 

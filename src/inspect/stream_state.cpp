@@ -32,8 +32,8 @@ StatusOr<StreamState> ReadStreamState(InspectorCore& core, const std::string& st
   state.length = FieldInt(fields, "length");
   state.last_generated_id = FieldText(fields, "last-generated-id");
   state.entries_added = FieldInt(fields, "entries-added");
-  if (auto it = fields.find("first-entry"); it != fields.end() && it->second->is_array() &&
-                                            !it->second->elements.empty()) {
+  if (auto it = fields.find("first-entry");
+      it != fields.end() && it->second->is_array() && !it->second->elements.empty()) {
     state.first_entry_id = it->second->elements[0].AsString();
   }
 

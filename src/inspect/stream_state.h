@@ -16,7 +16,7 @@ struct StreamState {
   std::int64_t length = 0;
   std::string last_generated_id = "0-0";  // the last id ever added (even if deleted since)
   std::int64_t entries_added = 0;
-  std::string first_entry_id;  // "" when empty
+  std::string first_entry_id;     // "" when empty
   std::vector<GroupInfo> groups;  // with their consumers, by name
 
   const GroupInfo* FindGroup(const std::string& name) const;

@@ -276,6 +276,11 @@ StatusOr<CronRunResult> CronTicker::RunOnceLocked(std::chrono::system_clock::tim
       result.invalid[name] = cached.error;
       continue;
     }
+    if (!options_.namespaces.empty() &&
+        std::find(options_.namespaces.begin(), options_.namespaces.end(), cached.job->ns) ==
+            options_.namespaces.end()) {
+      continue;  // another scheduler's namespace
+    }
     std::optional<std::int64_t> handled;
     if (auto it = state.find(name); it != state.end()) handled = ParseInt(it->second);
     if (cached.job->enabled) {

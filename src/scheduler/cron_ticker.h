@@ -78,6 +78,8 @@ class CronTicker {
     std::chrono::milliseconds max_sleep{1000};
     // How late a tick may be seen and still count as on time (cron/cron_due.h).
     std::chrono::seconds grace{10};
+    // Fire only the jobs of these namespaces; empty = every job.
+    std::vector<std::string> namespaces;
     // Called on the loop thread after each pass that fired, missed, refused something, or whose
     // set of invalid definitions changed. May be empty.
     std::function<void(const CronRunResult&)> on_pass;

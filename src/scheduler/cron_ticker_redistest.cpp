@@ -324,6 +324,23 @@ TEST_F(CronTickerTest, InvalidDefinitionIsReportedAndOthersStillFire) {
   EXPECT_EQ(pass->fired[0].job, "good");
 }
 
+TEST_F(CronTickerTest, NamespaceFilter) {
+  Define("mine", Job("* * * * *", "report"));  // namespace "app"
+  Define("theirs",
+         nlohmann::json{{"schedule", "* * * * *"}, {"namespace", "other"}, {"task_type", "report"}}
+             .dump());
+  CronTicker::Options o = Opts();
+  o.namespaces = {"app"};
+  CronTicker ticker(o);
+  ASSERT_TRUE(ticker.RunOnce(At(kT0 + seconds(1))).ok());
+  auto pass = ticker.RunOnce(At(kT0 + minutes(1)));
+  ASSERT_TRUE(pass.ok());
+  ASSERT_EQ(pass->fired.size(), 1u);
+  EXPECT_EQ(pass->fired[0].job, "mine");
+  EXPECT_EQ(pass->enabled_jobs, 1);
+  EXPECT_EQ(State("theirs"), "");  // left entirely to the schedulers of its namespace
+}
+
 TEST_F(CronTickerTest, StateOnlyMovesForward) {
   Define("minutely", Job("* * * * *", "report"));
   CronTicker ticker(Opts());

@@ -13,9 +13,15 @@ namespace {
 std::vector<std::string> PromoteArgv(const std::string& ns, const std::string& type, int limit,
                                      std::size_t events_maxlen) {
   Keys keys(ns);
-  return {"FCALL",          "baton_promote",   "5",
-          keys.Scheduled(type), keys.Stream(type), keys.Tasks(),
-          keys.Bodies(),    keys.Events(),     std::to_string(limit),
+  return {"FCALL",
+          "baton_promote",
+          "5",
+          keys.Scheduled(type),
+          keys.Stream(type),
+          keys.Tasks(),
+          keys.Bodies(),
+          keys.Events(),
+          std::to_string(limit),
           std::to_string(events_maxlen)};
 }
 
@@ -68,7 +74,8 @@ StatusOr<PromoteResult> Promoter::RunOnce(const std::string& ns, const std::stri
 }
 
 StatusOr<PromoteResult> Promoter::RunOnceLocked(const std::string& ns, const std::string& type) {
-  const std::vector<std::string> argv = PromoteArgv(ns, type, options_.limit, options_.events_maxlen);
+  const std::vector<std::string> argv =
+      PromoteArgv(ns, type, options_.limit, options_.events_maxlen);
   PromoteResult total;
   while (true) {
     StatusOr<Reply> reply = conn_->Command(argv);
@@ -163,9 +170,8 @@ void Promoter::Stop() {
 }
 
 void Promoter::OnWakeup(const WakeupMessage& msg) {
-  if (!options_.types.empty() &&
-      std::find(options_.types.begin(), options_.types.end(), TypeRef{msg.ns, msg.type}) ==
-          options_.types.end()) {
+  if (!options_.types.empty() && std::find(options_.types.begin(), options_.types.end(),
+                                           TypeRef{msg.ns, msg.type}) == options_.types.end()) {
     return;  // not one of ours
   }
   std::lock_guard<std::mutex> lock(wake_mu_);

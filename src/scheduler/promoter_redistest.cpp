@@ -1,16 +1,15 @@
 // The promoter against a real redis-server: RunOnce, the sleep-until-due loop woken early by
 // baton:wakeup, and two promoters racing over the same due tasks.
-#include "scheduler/promoter.h"
-
 #include <gtest/gtest.h>
 
-#include <set>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include "baton/client.h"
 #include "core/keys.h"
 #include "harness/redis_server.h"
+#include "scheduler/promoter.h"
 
 namespace baton::internal {
 namespace {
@@ -100,12 +99,12 @@ TEST_F(PromoterTest, RunOnceMovesOnlyDueTasksAndReportsTheNextDueTime) {
 
 TEST_F(PromoterTest, RunPassDiscoversEveryTypeOfEveryNamespace) {
   auto now = std::chrono::system_clock::now();
-  EnqueueAt("a", 2, now + 100ms);
-  EnqueueAt("b", 3, now + 100ms);
+  EnqueueAt("a", 2, now + 300ms);
+  EnqueueAt("b", 3, now + 300ms);
   // The directory the pass walks (clients and workers fill it in).
   redis_.Command({"SADD", std::string(Keys::kNamespaces), kNs});
   redis_.Command({"SADD", Keys(kNs).Types(), "a", "b"});
-  std::this_thread::sleep_for(200ms);
+  std::this_thread::sleep_for(400ms);
   Promoter promoter(Opts());
   auto pass = promoter.RunPass();
   ASSERT_TRUE(pass.ok()) << pass.status().ToString();
@@ -154,8 +153,11 @@ TEST_F(PromoterTest, LoopSleepsUntilTheEarliestDueTime) {
 
 TEST_F(PromoterTest, TwoPromotersNeverPromoteATaskTwice) {
   constexpr int kN = 2000;
-  EnqueueAt("race", kN, std::chrono::system_clock::now() + 300ms);
-  std::this_thread::sleep_for(400ms);
+  EnqueueAt("race", kN, std::chrono::system_clock::now() + 60s);
+  // Make them all due now (scores are due times): enqueueing 2000 may take longer than any short
+  // delay on a loaded machine, and a task enqueued past its due time goes straight to the stream.
+  const std::string sched = Keys(kNs).Scheduled("race");
+  redis_.Command({"ZUNIONSTORE", sched, "1", sched, "WEIGHTS", "0"});
   Promoter::Options o = Opts();
   o.limit = 50;
   Promoter p1(o);

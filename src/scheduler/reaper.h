@@ -37,7 +37,7 @@ class Reaper {
   struct Options {
     std::string redis_url = "redis://127.0.0.1:6379";
     std::chrono::milliseconds lease{15000};  // min idle time of a pending entry to reclaim it
-    int count = 500;                          // entries per baton_reclaim call
+    int count = 500;                         // entries per baton_reclaim call
     std::chrono::milliseconds interval{1000};
     std::size_t events_maxlen = 100000;
     std::string name = "reaper";  // recorded in the events as the worker of the transition

@@ -1,16 +1,14 @@
 // The lease reaper against a real redis-server: RunOnce takes back expired leases (retry or
 // dead-letter queue), leaves live ones alone, and the loop finds every type by itself.
-#include "scheduler/reaper.h"
-
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "baton/client.h"
 #include "core/keys.h"
 #include "harness/redis_server.h"
+#include "scheduler/reaper.h"
 
 namespace baton::internal {
 namespace {
@@ -143,7 +141,8 @@ TEST_F(ReaperTest, LoopFindsEveryTypeAndReclaims) {
   Reaper reaper(o);
   ASSERT_TRUE(reaper.Start().ok());
   auto deadline = std::chrono::steady_clock::now() + 3s;
-  while (std::chrono::steady_clock::now() < deadline && (PendingCount("a") + PendingCount("b")) > 0) {
+  while (std::chrono::steady_clock::now() < deadline &&
+         (PendingCount("a") + PendingCount("b")) > 0) {
     std::this_thread::sleep_for(10ms);
   }
   reaper.Stop();

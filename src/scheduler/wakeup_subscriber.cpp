@@ -91,8 +91,8 @@ Status WakeupSubscriber::Subscribe() {
   }
   ReplyPtr r = RunCommand(ctx_, {"SUBSCRIBE", std::string(Keys::kWakeupChannel)});
   if (!r || r->type != REDIS_REPLY_ARRAY) {
-    std::string why = r && r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
-                                                        : std::string(ctx_->errstr);
+    std::string why =
+        r && r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : std::string(ctx_->errstr);
     Disconnect();
     return Status::Unavailable("wakeup subscriber: SUBSCRIBE: " + why);
   }

@@ -49,8 +49,8 @@ AttemptOutcome RunAttempt(const Handler& handler, TaskContext& context) {
                                                                 : FailureKind::kError;
     out.message = status.ToString();
     // A returned Status carries no stack of its own: record where the worker observed it.
-    out.stack = "handler returned " + out.message + "\nobserved in the worker at:\n" +
-                CaptureStackTrace(1);
+    out.stack =
+        "handler returned " + out.message + "\nobserved in the worker at:\n" + CaptureStackTrace(1);
     return out;
   } catch (const NonRetryableError& e) {
     return OutcomeOfCurrentException(FailureKind::kNonRetryable, e.what());

@@ -69,8 +69,7 @@ Status LeaseKeeper::HeartbeatOnce() {
 }
 
 void LeaseKeeper::HeartbeatLoop() {
-  const std::chrono::milliseconds period =
-      std::max(lease_ / 3, std::chrono::milliseconds(1));
+  const std::chrono::milliseconds period = std::max(lease_ / 3, std::chrono::milliseconds(1));
   // After a failure, retry sooner than the period (but never later): one missed beat must not
   // cost the lease.
   Backoff backoff(std::chrono::milliseconds(100), period);

@@ -69,7 +69,8 @@ std::string CaptureStackTrace(int skip) {
   std::string out;
   const int first = self + 1 + (skip > 0 ? skip : 0);
   for (int i = first; i < n; ++i) {
-    out += "  #" + std::to_string(i - first) + " " + frames_text[static_cast<std::size_t>(i)] + "\n";
+    out +=
+        "  #" + std::to_string(i - first) + " " + frames_text[static_cast<std::size_t>(i)] + "\n";
   }
   return out;
 }

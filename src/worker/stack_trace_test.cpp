@@ -17,9 +17,7 @@ namespace {
 TEST(StackTraceTest, NamesTheCallersDemangled) {
   std::string trace = CaptureFromNamedFunction();
   EXPECT_NE(trace.find("#0 "), std::string::npos) << trace;
-  EXPECT_NE(trace.find("baton::internal::CaptureFromNamedFunction"),
-            std::string::npos)
-      << trace;
+  EXPECT_NE(trace.find("baton::internal::CaptureFromNamedFunction"), std::string::npos) << trace;
   EXPECT_EQ(trace.find("CaptureStackTrace"), std::string::npos) << trace;  // itself never shown
 }
 

@@ -39,22 +39,43 @@ TypeRunner::TypeRunner(RunnerSettings settings, std::shared_ptr<WorkerCounters> 
       slots_(new Slot[static_cast<std::size_t>(std::max(settings_.concurrency, 1))]) {
   Keys keys(settings_.ns);
   stream_key_ = keys.Stream(settings_.type);
-  dequeue_argv_ = {"FCALL",       "baton_dequeue",
-                   "6",           stream_key_,
-                   keys.Tasks(),  keys.Events(),
-                   keys.Bodies(), keys.Errors(),
-                   keys.Dead(settings_.type), settings_.group,
-                   settings_.consumer, "1",
+  dequeue_argv_ = {"FCALL",
+                   "baton_dequeue",
+                   "6",
+                   stream_key_,
+                   keys.Tasks(),
+                   keys.Events(),
+                   keys.Bodies(),
+                   keys.Errors(),
+                   keys.Dead(settings_.type),
+                   settings_.group,
+                   settings_.consumer,
+                   "1",
                    std::to_string(settings_.events_maxlen)};
-  fail_argv_ = {"FCALL", "baton_fail", "7", stream_key_, keys.Scheduled(settings_.type),
-                keys.Dead(settings_.type), keys.Tasks(), keys.Bodies(), keys.Errors(),
-                keys.Events(), settings_.group, "", "", settings_.consumer, "", "", "",
+  fail_argv_ = {"FCALL",
+                "baton_fail",
+                "7",
+                stream_key_,
+                keys.Scheduled(settings_.type),
+                keys.Dead(settings_.type),
+                keys.Tasks(),
+                keys.Bodies(),
+                keys.Errors(),
+                keys.Events(),
+                settings_.group,
+                "",
+                "",
+                settings_.consumer,
+                "",
+                "",
+                "",
                 std::to_string(settings_.retry.base.count()),
-                std::to_string(settings_.retry.max.count()), "0",
+                std::to_string(settings_.retry.max.count()),
+                "0",
                 std::to_string(settings_.events_maxlen)};
-  ack_prefix_ = {"FCALL",      "baton_ack",    "6",           stream_key_,
-                 keys.Scheduled(settings_.type), keys.Tasks(), keys.Events(), keys.Errors(),
-                 keys.Bodies()};
+  ack_prefix_ = {
+      "FCALL",      "baton_ack",   "6",           stream_key_,  keys.Scheduled(settings_.type),
+      keys.Tasks(), keys.Events(), keys.Errors(), keys.Bodies()};
   done_prefix_ = keys.Done("");
 }
 
@@ -290,13 +311,22 @@ void TypeRunner::FetchLoop() {
       batch.clear();
       continue;
     }
-    backoff_.Reset();
     HandleCompletionReplies(batch, *replies);
     batch.clear();
-    if (count > 0 && !replies->empty()) {
-      std::size_t delivered = HandleDequeueReply(replies->back(), &last_id);
-      if (delivered == 0 && !last_id.empty()) BlockForNewEntries(last_id);
+    if (count == 0 || replies->empty()) {
+      backoff_.Reset();
+      continue;
     }
+    const Reply& dequeued = replies->back();
+    if (dequeued.is_error() || !dequeued.is_array() || dequeued.elements.size() < 2) {
+      // E.g. the functions library was unloaded: wait (with a growing backoff), do not spin.
+      Log(settings_, "baton_dequeue: " + (dequeued.is_error() ? dequeued.str : "unexpected reply"));
+      WaitBackoff();
+      continue;
+    }
+    backoff_.Reset();
+    std::size_t delivered = HandleDequeueReply(dequeued, &last_id);
+    if (delivered == 0 && !last_id.empty()) BlockForNewEntries(last_id);
   }
   fetcher_exited_ = true;
 }
@@ -376,12 +406,6 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
 }
 
 std::size_t TypeRunner::HandleDequeueReply(const Reply& reply, std::string* last_id) {
-  if (reply.is_error() || !reply.is_array() || reply.elements.size() < 2) {
-    Log(settings_, "baton_dequeue: " + (reply.is_error() ? reply.str : "unexpected reply"));
-    last_id->clear();
-    WaitBackoff();  // e.g. the functions library was unloaded: do not spin
-    return 0;
-  }
   const Reply& entries = reply.elements[0];
   *last_id = reply.elements[1].AsString();
   const std::size_t n = entries.elements.size() / kEntryValues;

@@ -118,19 +118,20 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   void AppendCompletions(const std::vector<Completion>& batch);
   void HandleCompletionReplies(const std::vector<Completion>& batch,
                                const std::vector<Reply>& replies);
-  // Queues the delivered tasks for the handler threads; returns how many entries came back and
-  // sets `last_id` (baton_dequeue's second value).
+  // Queues the delivered tasks of a well-formed baton_dequeue reply for the handler threads (and
+  // the undecodable ones for baton_fail as malformed); returns how many entries came back and sets
+  // `last_id` (the reply's second value).
   std::size_t HandleDequeueReply(const Reply& reply, std::string* last_id);
   void BlockForNewEntries(const std::string& last_id);
 
   const RunnerSettings settings_;
   std::shared_ptr<WorkerCounters> counters_;
   std::string stream_key_;
-  std::vector<std::string> dequeue_argv_;    // count at kDequeueCountIndex
-  std::vector<std::string> fail_argv_;       // keys and fixed values filled in
-  std::vector<std::string> ack_prefix_;      // "FCALL baton_ack numkeys" + fixed keys
-  std::string done_prefix_;                  // "baton:{ns}:done:"
-  std::vector<std::string> scratch_argv_;    // reused to build ack calls
+  std::vector<std::string> dequeue_argv_;  // count at kDequeueCountIndex
+  std::vector<std::string> fail_argv_;     // keys and fixed values filled in
+  std::vector<std::string> ack_prefix_;    // "FCALL baton_ack numkeys" + fixed keys
+  std::string done_prefix_;                // "baton:{ns}:done:"
+  std::vector<std::string> scratch_argv_;  // reused to build ack calls
 
   // Fetcher-thread state.
   std::unique_ptr<RedisConnection> conn_;

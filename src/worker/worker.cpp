@@ -76,8 +76,7 @@ struct Worker::Impl {
   WorkerOptions options;
   std::string consumer;
   std::vector<Registration> registrations;
-  std::shared_ptr<internal::WorkerCounters> counters =
-      std::make_shared<internal::WorkerCounters>();
+  std::shared_ptr<internal::WorkerCounters> counters = std::make_shared<internal::WorkerCounters>();
   RedisEndpoint endpoint;
   std::vector<std::shared_ptr<internal::TypeRunner>> runners;
   std::unique_ptr<internal::LeaseKeeper> lease_keeper;
@@ -143,8 +142,7 @@ Status Worker::Impl::StartLocked() {
     s.ns = r.ns;
     s.type = r.type;
     s.handler = r.handler;
-    s.concurrency =
-        r.options.concurrency > 0 ? r.options.concurrency : options.default_concurrency;
+    s.concurrency = r.options.concurrency > 0 ? r.options.concurrency : options.default_concurrency;
     s.retry = r.options.retry;
     s.endpoint = endpoint;
     s.group = options.group;

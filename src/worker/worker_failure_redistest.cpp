@@ -16,12 +16,13 @@ using namespace std::chrono_literals;
 TEST_F(WorkerTest, DeadLettersAfterOnePlusMaxRetryAttemptsWithEveryError) {
   Worker worker(Options());
   ASSERT_TRUE(worker
-                  .Register(kNs, "doomed",
-                            [](TaskContext& ctx) {
-                              return Status::Internal("attempt " + std::to_string(ctx.attempt()) +
-                                                      " failed");
-                            },
-                            FastRetry())
+                  .Register(
+                      kNs, "doomed",
+                      [](TaskContext& ctx) {
+                        return Status::Internal("attempt " + std::to_string(ctx.attempt()) +
+                                                " failed");
+                      },
+                      FastRetry())
                   .ok());
   ASSERT_TRUE(worker.Start().ok());
   EnqueueOptions opts;
@@ -33,9 +34,9 @@ TEST_F(WorkerTest, DeadLettersAfterOnePlusMaxRetryAttemptsWithEveryError) {
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(errors[i]["attempt"], i + 1);
     EXPECT_EQ(errors[i]["kind"], "error");
-    EXPECT_NE(errors[i]["error"].get<std::string>().find("attempt " + std::to_string(i + 1) +
-                                                          " failed"),
-              std::string::npos)
+    EXPECT_NE(
+        errors[i]["error"].get<std::string>().find("attempt " + std::to_string(i + 1) + " failed"),
+        std::string::npos)
         << errors[i].dump();
     EXPECT_NE(errors[i]["stack"].get<std::string>().find("#0 "), std::string::npos);
     EXPECT_EQ(errors[i]["worker"], worker.consumer_name());
@@ -51,15 +52,16 @@ TEST_F(WorkerTest, NonRetryableFailuresGoDeadAtOnce) {
   std::atomic<int> runs{0};
   Worker worker(Options());
   ASSERT_TRUE(worker
-                  .Register(kNs, "nr",
-                            [&](TaskContext& ctx) -> Status {
-                              ++runs;
-                              if (ctx.task().Payload().value("throw", false)) {
-                                throw NonRetryableError("card declined");
-                              }
-                              return NonRetryable("bad address");
-                            },
-                            FastRetry())
+                  .Register(
+                      kNs, "nr",
+                      [&](TaskContext& ctx) -> Status {
+                        ++runs;
+                        if (ctx.task().Payload().value("throw", false)) {
+                          throw NonRetryableError("card declined");
+                        }
+                        return NonRetryable("bad address");
+                      },
+                      FastRetry())
                   .ok());
   ASSERT_TRUE(worker.Start().ok());
   std::string thrown = Enqueue("nr", {{"throw", true}});
@@ -78,13 +80,13 @@ TEST_F(WorkerTest, NonRetryableFailuresGoDeadAtOnce) {
 
 TEST_F(WorkerTest, ExceptionTypeMessageAndStackAreRecorded) {
   Worker worker(Options());
-  ASSERT_TRUE(worker
-                  .Register(kNs, "throws",
-                            [](TaskContext&) -> Status {
-                              throw std::out_of_range("index 7 past the end");
-                            },
-                            FastRetry())
-                  .ok());
+  ASSERT_TRUE(
+      worker
+          .Register(
+              kNs, "throws",
+              [](TaskContext&) -> Status { throw std::out_of_range("index 7 past the end"); },
+              FastRetry())
+          .ok());
   ASSERT_TRUE(worker.Start().ok());
   EnqueueOptions opts;
   opts.max_retry = 0;
@@ -103,13 +105,14 @@ TEST_F(WorkerTest, AttemptPastExecutionTimeoutFailsAsTimeout) {
   std::atomic<bool> saw_cancel{false};
   Worker worker(Options());
   ASSERT_TRUE(worker
-                  .Register(kNs, "slow",
-                            [&](TaskContext& ctx) {
-                              while (!ctx.cancelled()) std::this_thread::sleep_for(5ms);
-                              saw_cancel = true;
-                              return Status::Ok();  // too late: still a timeout
-                            },
-                            FastRetry())
+                  .Register(
+                      kNs, "slow",
+                      [&](TaskContext& ctx) {
+                        while (!ctx.cancelled()) std::this_thread::sleep_for(5ms);
+                        saw_cancel = true;
+                        return Status::Ok();  // too late: still a timeout
+                      },
+                      FastRetry())
                   .ok());
   ASSERT_TRUE(worker.Start().ok());
   EnqueueOptions opts;
@@ -134,13 +137,14 @@ TEST_F(WorkerTest, HungHandlerPastItsDeadlineIsTakenOverByAnotherWorker) {
   WorkerOptions oa = Options();
   oa.lease = 400ms;
   Worker a(oa);
-  ASSERT_TRUE(a.Register(kNs, "hang",
-                         [&](TaskContext&) {
-                           a_started = true;
-                           while (!release) std::this_thread::sleep_for(5ms);
-                           return Status::Ok();
-                         },
-                         FastRetry(1))
+  ASSERT_TRUE(a.Register(
+                   kNs, "hang",
+                   [&](TaskContext&) {
+                     a_started = true;
+                     while (!release) std::this_thread::sleep_for(5ms);
+                     return Status::Ok();
+                   },
+                   FastRetry(1))
                   .ok());
   ASSERT_TRUE(a.Start().ok());
   EnqueueOptions opts;
@@ -150,12 +154,13 @@ TEST_F(WorkerTest, HungHandlerPastItsDeadlineIsTakenOverByAnotherWorker) {
 
   std::atomic<int> b_runs{0};
   Worker b(oa);
-  ASSERT_TRUE(b.Register(kNs, "hang",
-                         [&](TaskContext&) {
-                           ++b_runs;
-                           return Status::Ok();
-                         },
-                         FastRetry(1))
+  ASSERT_TRUE(b.Register(
+                   kNs, "hang",
+                   [&](TaskContext&) {
+                     ++b_runs;
+                     return Status::Ok();
+                   },
+                   FastRetry(1))
                   .ok());
   ASSERT_TRUE(b.Start().ok());
   ASSERT_TRUE(WaitUntil([&] { return IsDone(id); }, 8s));
@@ -178,6 +183,27 @@ TEST_F(WorkerTest, StartFailsWithoutTheFunctionsLibrary) {
   Status st = worker.Start();
   EXPECT_EQ(st.code(), StatusCode::kVersionMismatch) << st.ToString();
   EXPECT_NE(st.message().find("baton init"), std::string::npos) << st.ToString();
+}
+
+TEST_F(WorkerTest, KeepsRunningWhileTheFunctionsLibraryIsReloaded) {
+  std::atomic<int> runs{0};
+  Worker worker(Options());
+  ASSERT_TRUE(worker
+                  .Register(kNs, "t",
+                            [&](TaskContext&) {
+                              ++runs;
+                              return Status::Ok();
+                            })
+                  .ok());
+  ASSERT_TRUE(worker.Start().ok());
+  std::string before = Enqueue("t", {});
+  ASSERT_TRUE(WaitUntil([&] { return IsDone(before); }));
+  redis_.Command({"FUNCTION", "FLUSH"});  // every FCALL now fails: the worker backs off
+  std::this_thread::sleep_for(400ms);
+  redis_.LoadFunctions();
+  std::string after = Enqueue("t", {});
+  ASSERT_TRUE(WaitUntil([&] { return IsDone(after); }));
+  EXPECT_EQ(runs, 2);
 }
 
 TEST_F(WorkerTest, StartFailsWhenRedisIsUnreachable) {

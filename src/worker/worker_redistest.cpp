@@ -75,14 +75,15 @@ TEST_F(WorkerTest, RetriesThenSucceeds) {
   std::mutex mu;
   Worker worker(Options());
   ASSERT_TRUE(worker
-                  .Register(kNs, "flaky",
-                            [&](TaskContext& ctx) {
-                              std::lock_guard<std::mutex> lock(mu);
-                              attempts.push_back(ctx.attempt());
-                              if (ctx.attempt() < 3) return Status::Internal("not yet");
-                              return Status::Ok();
-                            },
-                            FastRetry())
+                  .Register(
+                      kNs, "flaky",
+                      [&](TaskContext& ctx) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        attempts.push_back(ctx.attempt());
+                        if (ctx.attempt() < 3) return Status::Internal("not yet");
+                        return Status::Ok();
+                      },
+                      FastRetry())
                   .ok());
   ASSERT_TRUE(worker.Start().ok());
   std::string id = Enqueue("flaky", {{"x", 1}});
@@ -103,23 +104,25 @@ TEST_F(WorkerTest, SlowBacklogOfOneTypeDoesNotDelayAnother) {
 
   Worker worker(Options());
   ASSERT_TRUE(worker
-                  .Register(kNs, "slow",
-                            [&](TaskContext&) {
-                              ++slow_started;
-                              std::this_thread::sleep_for(20ms);
-                              return Status::Ok();
-                            },
-                            FastRetry(1))
+                  .Register(
+                      kNs, "slow",
+                      [&](TaskContext&) {
+                        ++slow_started;
+                        std::this_thread::sleep_for(20ms);
+                        return Status::Ok();
+                      },
+                      FastRetry(1))
                   .ok());
   ASSERT_TRUE(worker
-                  .Register(kNs, "fast",
-                            [&](TaskContext& ctx) {
-                              auto now = Clock::now();
-                              std::lock_guard<std::mutex> lock(mu);
-                              latencies.push_back(now - enqueued_at.at(ctx.task().task_id));
-                              return Status::Ok();
-                            },
-                            FastRetry(2))
+                  .Register(
+                      kNs, "fast",
+                      [&](TaskContext& ctx) {
+                        auto now = Clock::now();
+                        std::lock_guard<std::mutex> lock(mu);
+                        latencies.push_back(now - enqueued_at.at(ctx.task().task_id));
+                        return Status::Ok();
+                      },
+                      FastRetry(2))
                   .ok());
   std::vector<TaskRequest> backlog(200);
   for (auto& r : backlog) {
@@ -170,8 +173,8 @@ TEST_F(WorkerTest, MalformedEntriesGoToTheDeadLetterQueue) {
   // decoder refuses it and fails it as malformed.
   auto add_with_record = [&](const std::string& id, const std::string& payload) {
     auto r = redis_.Command({"XADD", stream, "*", "id", id, "payload", payload, "max_retry", "3",
-                             "delay_seconds", "0", "created_at", "1722489600",
-                             "execution_timeout", "", "extra", "", "attempt", "0"});
+                             "delay_seconds", "0", "created_at", "1722489600", "execution_timeout",
+                             "", "extra", "", "attempt", "0"});
     ASSERT_EQ(r->type, REDIS_REPLY_STRING);
     std::string sid(r->str, r->len);
     redis_.Command({"HSET", keys().Tasks(), id, "queued|m|0|" + sid});
@@ -205,14 +208,15 @@ TEST_F(WorkerTest, StopWaitsForInFlightTasksAndAcksThem) {
   std::atomic<int> finished{0};
   Worker worker(Options());
   ASSERT_TRUE(worker
-                  .Register(kNs, "work",
-                            [&](TaskContext&) {
-                              ++started;
-                              std::this_thread::sleep_for(300ms);
-                              ++finished;
-                              return Status::Ok();
-                            },
-                            FastRetry(2))
+                  .Register(
+                      kNs, "work",
+                      [&](TaskContext&) {
+                        ++started;
+                        std::this_thread::sleep_for(300ms);
+                        ++finished;
+                        return Status::Ok();
+                      },
+                      FastRetry(2))
                   .ok());
   std::vector<std::string> ids;
   for (int i = 0; i < 5; ++i) ids.push_back(Enqueue("work", {{"i", i}}));
@@ -223,7 +227,7 @@ TEST_F(WorkerTest, StopWaitsForInFlightTasksAndAcksThem) {
   EXPECT_EQ(finished, 2);
   int done = 0;
   for (const std::string& id : ids) done += IsDone(id) ? 1 : 0;
-  EXPECT_EQ(done, 2);          // the in-flight ones were acked before Stop() returned
+  EXPECT_EQ(done, 2);  // the in-flight ones were acked before Stop() returned
   EXPECT_EQ(Pending("work"), 0);
   EXPECT_EQ(StreamLength("work"), 3);  // the rest wait for the next worker
   EXPECT_EQ(worker.stats().succeeded, 2u);
@@ -288,14 +292,14 @@ TEST_F(WorkerTest, HeartbeatsKeepALongTaskLeased) {
   std::atomic<int> runs{0};
   Worker worker(o);
   ASSERT_TRUE(worker
-                  .Register(kNs, "long",
-                            [&](TaskContext& ctx) {
-                              ++runs;
-                              std::this_thread::sleep_for(1200ms);
-                              return ctx.cancelled() ? Status::Internal("lease lost")
-                                                     : Status::Ok();
-                            },
-                            FastRetry())
+                  .Register(
+                      kNs, "long",
+                      [&](TaskContext& ctx) {
+                        ++runs;
+                        std::this_thread::sleep_for(1200ms);
+                        return ctx.cancelled() ? Status::Internal("lease lost") : Status::Ok();
+                      },
+                      FastRetry())
                   .ok());
   ASSERT_TRUE(worker.Start().ok());
   std::string id = Enqueue("long", {});
@@ -310,13 +314,14 @@ TEST_F(WorkerTest, SurvivesConnectionLossAndStillAcksEverything) {
   o.lease = 3s;  // the kills must not cost any lease
   Worker worker(o);
   ASSERT_TRUE(worker
-                  .Register(kNs, "net",
-                            [&](TaskContext&) {
-                              ++runs;
-                              std::this_thread::sleep_for(50ms);
-                              return Status::Ok();
-                            },
-                            FastRetry(4))
+                  .Register(
+                      kNs, "net",
+                      [&](TaskContext&) {
+                        ++runs;
+                        std::this_thread::sleep_for(50ms);
+                        return Status::Ok();
+                      },
+                      FastRetry(4))
                   .ok());
   std::vector<std::string> ids;
   for (int i = 0; i < 40; ++i) ids.push_back(Enqueue("net", {{"i", i}}));

@@ -6,10 +6,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "baton/client.h"
 #include "baton/worker.h"
@@ -74,9 +73,7 @@ class WorkerTest : public ::testing::Test {
   }
 
   internal::Keys keys() const { return internal::Keys(kNs); }
-  bool IsDone(const std::string& id) {
-    return redis_.Integer({"EXISTS", keys().Done(id)}) == 1;
-  }
+  bool IsDone(const std::string& id) { return redis_.Integer({"EXISTS", keys().Done(id)}) == 1; }
   nlohmann::json DoneMarker(const std::string& id) {
     return nlohmann::json::parse(redis_.String({"GET", keys().Done(id)}));
   }

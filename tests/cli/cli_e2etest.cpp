@@ -1,1 +1,537 @@
-// Filled in below once the binary builds.
+// End-to-end runs of the real `baton` binary against a real redis-server: init, enqueue and task
+// show, queues, dlq replay with an edited payload, cron (with a bad cron line), work --exec
+// (success, retry with stderr as the error, non-retryable exit, timeout) and a rescue round trip.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "baton/inspector.h"
+#include "core/keys.h"
+#include "harness/process.h"
+#include "harness/redis_server.h"
+
+namespace baton::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+constexpr const char* kNs = "e2e";
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  json Json() const {
+    auto j = json::parse(out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "stdout is not JSON: " << out << "\nstderr: " << err;
+    return j;
+  }
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout = 20s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return done();
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override { redis_.LoadFunctions(); }
+
+  // Runs `baton --redis URL args...` to completion; stdout and stderr captured apart.
+  CliResult Run(std::vector<std::string> args, const std::string& stdin_text = "") {
+    std::string out_path = dir_.path() + "/out", err_path = dir_.path() + "/err",
+                in_path = dir_.path() + "/in";
+    {
+      std::ofstream in(in_path);
+      in << stdin_text;
+    }
+    std::vector<std::string> argv = {BATON_CLI_PATH, "--redis", redis_.url()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_t pid = fork();
+    if (pid == 0) {
+      int in = open(in_path.c_str(), O_RDONLY);
+      int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(in, 0);
+      dup2(out, 1);
+      dup2(err, 2);
+      std::vector<char*> cargs;
+      for (auto& a : argv) cargs.push_back(a.data());
+      cargs.push_back(nullptr);
+      execv(cargs[0], cargs.data());
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CliResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = ReadFile(out_path);
+    r.err = ReadFile(err_path);
+    return r;
+  }
+
+  // A long-running `baton work ...` (stdout and stderr to a log file).
+  std::unique_ptr<Process> StartWorker(std::vector<std::string> args, const std::string& log) {
+    std::vector<std::string> argv = {BATON_CLI_PATH, "--redis", redis_.url(), "work"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return std::make_unique<Process>(argv, dir_.path() + "/" + log);
+  }
+
+  static int Stop(Process& p) {
+    p.Signal(SIGTERM);
+    auto rc = p.Wait(30s);
+    EXPECT_TRUE(rc.has_value()) << "worker did not stop on SIGTERM";
+    return rc.value_or(-1);
+  }
+
+  std::string EnqueueId(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"enqueue", "--json", "--ns", kNs};
+    argv.insert(argv.end(), args.begin(), args.end());
+    CliResult r = Run(argv);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    json j = r.Json();
+    return j.value("task_id", "");
+  }
+
+  json Task(const std::string& id) {
+    CliResult r = Run({"task", "show", id, "--ns", kNs, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.Json();
+  }
+
+  std::string State(const std::string& id) {
+    InspectorOptions o;
+    o.redis_url = redis_.url();
+    auto inspector = Inspector::Connect(o);
+    if (!inspector.ok()) return "unreachable";
+    auto t = (*inspector)->GetTask(kNs, id);
+    return t.ok() ? std::string(TaskStateName(t->state)) : t.status().ToString();
+  }
+
+  // Dequeues `count` tasks for `consumer` of `group` with FCALL (a worker that never acks).
+  void Hold(const std::string& type, const std::string& group, const std::string& consumer,
+            int count) {
+    internal::Keys k(kNs);
+    auto r = redis_.Command({"FCALL", "baton_dequeue", "6", k.Stream(type), k.Tasks(), k.Events(),
+                             k.Bodies(), k.Errors(), k.Dead(type), group, consumer,
+                             std::to_string(count), "100000"});
+    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+    ASSERT_EQ(r->element[0]->elements, static_cast<std::size_t>(9 * count));
+  }
+
+  RedisServer redis_;
+  TempDir dir_;
+};
+
+TEST_F(CliTest, InitLoadsTheLibraryAndEnqueueNeedsIt) {
+  redis_.Command({"FUNCTION", "FLUSH"});
+  CliResult before = Run({"enqueue", "--ns", kNs, "--type", "t"});
+  EXPECT_EQ(before.exit_code, 4) << before.err;
+  EXPECT_NE(before.err.find("run 'baton init'"), std::string::npos) << before.err;
+  EXPECT_EQ(Run({"init", "--check"}).exit_code, 4);
+
+  CliResult init = Run({"init"});
+  EXPECT_EQ(init.exit_code, 0) << init.err;
+  EXPECT_NE(init.out.find("version 1 loaded (was: none)"), std::string::npos) << init.out;
+  CliResult again = Run({"init", "--json"});
+  EXPECT_EQ(again.Json()["version"], "1");
+  EXPECT_EQ(again.Json()["previous"], "1");
+  EXPECT_EQ(Run({"init", "--check"}).exit_code, 0);
+}
+
+TEST_F(CliTest, EnqueueAndTaskShow) {
+  std::string payload = R"({"to":"a@example.com","amount":12.50})";
+  std::string id =
+      EnqueueId({"--type", "email", "--payload", payload, "--max-retry", "5", "--timeout", "30"});
+  ASSERT_FALSE(id.empty());
+  json task = Task(id);
+  EXPECT_EQ(task["state"], "queued");
+  EXPECT_EQ(task["type"], "email");
+  EXPECT_EQ(task["body"]["payload"], json::parse(payload));
+  EXPECT_EQ(task["body"]["max_retry"], 5);
+  EXPECT_EQ(task["body"]["execution_timeout"], 30);
+  EXPECT_EQ(task["events"][0]["to"], "queued");
+  // The payload bytes are stored exactly as given (12.50 is not re-encoded as 12.5).
+  internal::Keys k(kNs);
+  auto range = redis_.Command({"XRANGE", k.Stream("email"), "-", "+"});
+  EXPECT_EQ(std::string(range->element[0]->element[1]->element[3]->str), payload);
+
+  // Human output.
+  CliResult text = Run({"task", "show", id, "--ns", kNs});
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("state      queued"), std::string::npos) << text.out;
+
+  // Same id again: a duplicate, not an error. A held unique key: a conflict.
+  CliResult dup = Run({"enqueue", "--json", "--ns", kNs, "--type", "email", "--id", id});
+  EXPECT_EQ(dup.exit_code, 0);
+  EXPECT_EQ(dup.Json()["outcome"], "duplicate");
+  EXPECT_EQ(Run({"enqueue", "--ns", kNs, "--type", "x", "--unique-key", "k", "--unique-ttl", "60"})
+                .exit_code,
+            0);
+  CliResult held =
+      Run({"enqueue", "--ns", kNs, "--type", "x", "--unique-key", "k", "--unique-ttl", "60"});
+  EXPECT_EQ(held.exit_code, 4);
+
+  // Delayed, and a whole document from stdin.
+  CliResult delayed = Run({"enqueue", "--json", "--ns", kNs, "--type", "email", "--delay", "600"});
+  EXPECT_EQ(delayed.Json()["outcome"], "scheduled");
+  CliResult doc = Run(
+      {"enqueue", "--json", "--file", "-"},
+      R"({"task_id":"doc-1","namespace":"e2e","task_type":"email","payload":{},)"
+      R"("max_retry":1,"delay_seconds":0,"created_at":1722489600,"trace":{"traceparent":"00-abc"}})");
+  EXPECT_EQ(doc.exit_code, 0) << doc.err;
+  EXPECT_EQ(Task("doc-1")["body"]["extra"]["trace"]["traceparent"], "00-abc");
+
+  // Errors: unknown task 3, bad value 1, bad command line 2.
+  CliResult missing = Run({"task", "show", "nope", "--ns", kNs});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("not_found"), std::string::npos);
+  CliResult bad = Run({"enqueue", "--ns", kNs, "--type", "email", "--payload", "[1]"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("payload: must be a JSON object"), std::string::npos) << bad.err;
+  EXPECT_EQ(Run({"enqueue", "--type", "email"}).exit_code, 2);
+  EXPECT_EQ(
+      Run({"enqueue", "--ns", kNs, "--type", "t", "--delay", "5", "--at", "1900000000"}).exit_code,
+      2);
+  EXPECT_EQ(Run({"no-such-command"}).exit_code, 2);
+  CliResult json_error = Run({"task", "show", "nope", "--ns", kNs, "--json"});
+  EXPECT_EQ(json_error.Json()["error"]["code"], "not_found");
+  EXPECT_EQ(json_error.Json()["error"]["exit_code"], 3);
+
+  // Cancel.
+  std::string cancel_me = EnqueueId({"--type", "email"});
+  EXPECT_EQ(Run({"task", "cancel", cancel_me, "--ns", kNs}).exit_code, 0);
+  EXPECT_EQ(Task(cancel_me)["state"], "cancelled");
+  EXPECT_EQ(Run({"task", "cancel", cancel_me, "--ns", kNs}).exit_code, 3);
+}
+
+TEST_F(CliTest, QueuesJson) {
+  EnqueueId({"--type", "a"});
+  EnqueueId({"--type", "a"});
+  EnqueueId({"--type", "a", "--delay", "600"});
+  EnqueueId({"--type", "b"});
+  CliResult r = Run({"queues", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json queues = r.Json()["queues"];
+  ASSERT_EQ(queues.size(), 2u);
+  EXPECT_EQ(queues[0]["namespace"], kNs);
+  EXPECT_EQ(queues[0]["type"], "a");
+  EXPECT_EQ(queues[0]["ready"], 2);
+  EXPECT_EQ(queues[0]["delayed"], 1);
+  EXPECT_EQ(queues[0]["in_flight"], 0);
+  EXPECT_EQ(queues[0]["rate"]["queued"], 2);
+  EXPECT_EQ(queues[1]["type"], "b");
+  CliResult text = Run({"queues", "--ns", kNs});
+  EXPECT_NE(text.out.find("NAMESPACE"), std::string::npos);
+  Hold("a", "g", "c1", 1);
+  CliResult pending = Run({"pending", "--ns", kNs, "--type", "a", "--json"});
+  EXPECT_EQ(pending.Json()["groups"][0]["consumers"][0]["name"], "c1");
+}
+
+TEST_F(CliTest, DlqReplayWithAnEditedPayload) {
+  std::string id =
+      EnqueueId({"--type", "mail", "--payload", R"({"to":"nobody"})", "--max-retry", "0"});
+  internal::Keys k(kNs);
+  Hold("mail", "g", "c1", 1);
+  std::string sid = Task(id)["stream_id"];
+  auto failed = redis_.Command({"FCALL",
+                                "baton_fail",
+                                "7",
+                                k.Stream("mail"),
+                                k.Scheduled("mail"),
+                                k.Dead("mail"),
+                                k.Tasks(),
+                                k.Bodies(),
+                                k.Errors(),
+                                k.Events(),
+                                "g",
+                                id,
+                                sid,
+                                "c1",
+                                "error",
+                                "no such mailbox",
+                                "",
+                                "2000",
+                                "600000",
+                                "0",
+                                "100000"});
+  ASSERT_EQ(std::string(failed->element[0]->str), "dead");
+
+  CliResult list = Run({"dlq", "list", "--ns", kNs, "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  ASSERT_EQ(list.Json()["dead"].size(), 1u);
+  EXPECT_EQ(list.Json()["dead"][0]["task_id"], id);
+  EXPECT_EQ(list.Json()["dead"][0]["last_error"], "no such mailbox");
+  EXPECT_EQ(Run({"dlq", "list", "--ns", kNs, "--type", "other", "--json"}).Json()["dead"].size(),
+            0u);
+  EXPECT_EQ(Run({"dlq", "list", "--ns", kNs, "--since", "1h", "--json"}).Json()["dead"].size(), 1u);
+  EXPECT_EQ(Run({"dlq", "list", "--ns", kNs, "--until", "1h", "--json"}).Json()["dead"].size(), 0u);
+  EXPECT_EQ(Run({"dlq", "list", "--ns", kNs, "--since", "soon"}).exit_code, 1);
+  EXPECT_EQ(Run({"dlq", "show", id, "--ns", kNs}).exit_code, 0);
+
+  // --payload with a filter is a usage error; replay needs an id, a filter or --all.
+  EXPECT_EQ(Run({"dlq", "replay", "--ns", kNs, "--all", "--payload", "{}"}).exit_code, 2);
+  EXPECT_EQ(Run({"dlq", "replay", "--ns", kNs}).exit_code, 2);
+  EXPECT_EQ(Run({"dlq", "purge", "--ns", kNs}).exit_code, 2);
+
+  CliResult replay = Run(
+      {"dlq", "replay", id, "--ns", kNs, "--payload", R"({"to":"someone@example.com"})", "--json"});
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  json task = Task(id);
+  EXPECT_EQ(task["state"], "queued");
+  EXPECT_EQ(task["stream_id"], replay.Json()["stream_id"]);
+  EXPECT_EQ(task["body"]["payload"]["to"], "someone@example.com");
+  EXPECT_EQ(task["errors"][0]["error"], "no such mailbox");
+  // Not dead any more.
+  EXPECT_EQ(Run({"dlq", "replay", id, "--ns", kNs}).exit_code, 4);
+  EXPECT_EQ(Run({"dlq", "delete", "ghost", "--ns", kNs}).exit_code, 3);
+}
+
+TEST_F(CliTest, CronAddListNextRemove) {
+  redisContext* sub = redisConnect("127.0.0.1", redis_.port());
+  ASSERT_TRUE(sub != nullptr && sub->err == 0);
+  freeReplyObject(redisCommand(sub, "SUBSCRIBE baton:cron:changed"));
+
+  CliResult add =
+      Run({"cron", "add", "nightly", "--schedule", "30 2 * * *", "--tz", "Europe/Berlin", "--ns",
+           kNs, "--type", "report", "--payload", R"({"kind":"daily"})", "--missed", "run_once"});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  EXPECT_NE(add.out.find("added cron job nightly: next run at"), std::string::npos) << add.out;
+  // The change was announced to running schedulers.
+  redisReply* message = nullptr;
+  ASSERT_EQ(redisGetReply(sub, reinterpret_cast<void**>(&message)), REDIS_OK);
+  ASSERT_EQ(message->type, REDIS_REPLY_ARRAY);
+  EXPECT_EQ(std::string(message->element[2]->str), "nightly");
+  freeReplyObject(message);
+  redisFree(sub);
+
+  json stored = json::parse(redis_.String({"HGET", "baton:cron", "nightly"}));
+  EXPECT_EQ(stored["schedule"], "30 2 * * *");
+  EXPECT_EQ(stored["timezone"], "Europe/Berlin");
+  EXPECT_EQ(stored["missed"], "run_once");
+
+  CliResult list = Run({"cron", "list", "--json"});
+  ASSERT_EQ(list.Json()["jobs"].size(), 1u);
+  EXPECT_EQ(list.Json()["jobs"][0]["name"], "nightly");
+
+  CliResult next = Run({"cron", "next", "nightly", "-n", "3", "--json"});
+  ASSERT_EQ(next.exit_code, 0) << next.err;
+  json times = next.Json()["next"];
+  ASSERT_EQ(times.size(), 3u);
+  EXPECT_LT(times[0]["unix"].get<std::int64_t>(), times[1]["unix"].get<std::int64_t>());
+  EXPECT_NE(times[0]["local"].get<std::string>().find("02:30:00"), std::string::npos) << times;
+
+  // Adding it again needs --replace; disable / enable keep the definition.
+  EXPECT_EQ(
+      Run({"cron", "add", "nightly", "--schedule", "@daily", "--ns", kNs, "--type", "r"}).exit_code,
+      4);
+  EXPECT_EQ(Run({"cron", "disable", "nightly"}).exit_code, 0);
+  EXPECT_EQ(json::parse(redis_.String({"HGET", "baton:cron", "nightly"}))["enabled"], false);
+  EXPECT_EQ(Run({"cron", "enable", "nightly"}).exit_code, 0);
+
+  // A bad cron line: exit 1, the message names the field.
+  CliResult bad =
+      Run({"cron", "add", "broken", "--schedule", "61 * * * *", "--ns", kNs, "--type", "report"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("schedule: minute"), std::string::npos) << bad.err;
+  EXPECT_EQ(redis_.Integer({"HEXISTS", "baton:cron", "broken"}), 0);
+  CliResult zone = Run({"cron", "add", "z", "--schedule", "@hourly", "--tz", "Mars/Base", "--ns",
+                        kNs, "--type", "report"});
+  EXPECT_EQ(zone.exit_code, 1);
+  EXPECT_NE(zone.err.find("timezone"), std::string::npos) << zone.err;
+
+  EXPECT_EQ(Run({"cron", "rm", "nightly"}).exit_code, 0);
+  EXPECT_EQ(Run({"cron", "rm", "nightly"}).exit_code, 3);
+  EXPECT_EQ(Run({"cron", "next", "nightly"}).exit_code, 3);
+}
+
+TEST_F(CliTest, WorkExecRunsTheCommandPerTask) {
+  std::string out = dir_.path() + "/payloads";
+  ASSERT_EQ(mkdir(out.c_str(), 0755), 0);
+  std::string a = EnqueueId({"--type", "job", "--payload", R"({"n":1})"});
+  std::string b = EnqueueId({"--type", "job", "--payload", R"({"n":2, "s":"x y"})"});
+  auto worker = StartWorker(
+      {"--ns", kNs, "--type", "job", "--concurrency", "2", "--exec",
+       "cat > " + out +
+           "/$BATON_TASK_ID.json; echo \"$BATON_TASK_TYPE $BATON_ATTEMPT $BATON_NAMESPACE\" "
+           "> " +
+           out + "/$BATON_TASK_ID.env; printf '%s' \"$BATON_TASK\" > " + out +
+           "/$BATON_TASK_ID.task"},
+      "work.log");
+  ASSERT_TRUE(WaitUntil([&] { return State(a) == "done" && State(b) == "done"; }))
+      << ReadFile(dir_.path() + "/work.log");
+  EXPECT_EQ(ReadFile(out + "/" + a + ".json"), R"({"n":1})");
+  EXPECT_EQ(ReadFile(out + "/" + b + ".json"), R"({"n":2, "s":"x y"})");
+  EXPECT_EQ(ReadFile(out + "/" + a + ".env"), "job 1 e2e\n");
+  json doc = json::parse(ReadFile(out + "/" + b + ".task"));
+  EXPECT_EQ(doc["task_id"], b);
+  EXPECT_EQ(doc["payload"]["s"], "x y");
+  EXPECT_EQ(Stop(*worker), 0);
+}
+
+TEST_F(CliTest, WorkExecFailuresRetryWithStderrAsTheError) {
+  std::string failing = EnqueueId({"--type", "flaky", "--max-retry", "1"});
+  std::string fatal = EnqueueId({"--type", "flaky", "--payload", R"({"fatal":true})"});
+  auto worker = StartWorker({"--ns", kNs, "--type", "flaky", "--exec",
+                             "if grep -q fatal; then echo 'bad input' >&2; exit 65; fi; "
+                             "echo \"boom on attempt $BATON_ATTEMPT\" >&2; exit 3"},
+                            "work.log");
+  // Two attempts (max_retry 1), the retry after the default 2 s backoff, then dead.
+  ASSERT_TRUE(WaitUntil([&] { return State(failing) == "dead" && State(fatal) == "dead"; }, 30s))
+      << ReadFile(dir_.path() + "/work.log");
+  EXPECT_EQ(Stop(*worker), 0);
+  json task = Task(failing);
+  ASSERT_EQ(task["errors"].size(), 2u);
+  EXPECT_EQ(task["errors"][0]["kind"], "error");
+  EXPECT_NE(task["errors"][0]["error"].get<std::string>().find("exit status 3: boom on attempt 1"),
+            std::string::npos)
+      << task["errors"];
+  EXPECT_NE(task["errors"][1]["error"].get<std::string>().find("boom on attempt 2"),
+            std::string::npos);
+  json dead = Task(fatal);
+  ASSERT_EQ(dead["errors"].size(), 1u);  // no retry despite max_retry 3
+  EXPECT_EQ(dead["errors"][0]["kind"], "non_retryable");
+  EXPECT_NE(dead["errors"][0]["error"].get<std::string>().find("bad input"), std::string::npos);
+}
+
+TEST_F(CliTest, WorkExecStopsACommandAtTheExecutionTimeout) {
+  std::string marker = dir_.path() + "/terminated";
+  std::string id = EnqueueId({"--type", "slow", "--timeout", "1", "--max-retry", "0"});
+  auto worker = StartWorker({"--ns", kNs, "--type", "slow", "--exec",
+                             "trap 'echo TERM > " + marker + "; exit 143' TERM; sleep 60 & wait"},
+                            "work.log");
+  ASSERT_TRUE(WaitUntil([&] { return State(id) == "dead"; }, 30s))
+      << ReadFile(dir_.path() + "/work.log");
+  EXPECT_EQ(Task(id)["errors"][0]["kind"], "timeout");
+  EXPECT_TRUE(WaitUntil([&] { return ReadFile(marker) == "TERM\n"; }, 10s));
+  EXPECT_EQ(Stop(*worker), 0);
+}
+
+TEST_F(CliTest, RescueRoundTripNothingSkippedNothingTwice) {
+  std::vector<std::string> backlog;
+  for (int i = 0; i < 5; ++i) backlog.push_back(EnqueueId({"--type", "r"}));
+  Hold("r", "baton", "broken-consumer", 2);  // the broken group holds two and never acks
+
+  CliResult start =
+      Run({"rescue", "start", "--ns", kNs, "--type", "r", "--group", "baton", "--json"});
+  ASSERT_EQ(start.exit_code, 0) << start.err;
+  EXPECT_EQ(start.Json()["rescue_group"], "baton.rescue");
+  EXPECT_EQ(start.Json()["undelivered"], 5);
+  EXPECT_EQ(Run({"rescue", "start", "--ns", kNs, "--type", "r", "--group", "baton"}).exit_code, 4);
+  CliResult early = Run({"rescue", "finish", "--ns", kNs, "--type", "r"});
+  EXPECT_EQ(early.exit_code, 4);
+  EXPECT_NE(early.err.find("not done"), std::string::npos) << early.err;
+
+  std::string rescue_log = dir_.path() + "/rescue.ids";
+  auto rescuer = StartWorker({"--ns", kNs, "--type", "r", "--group", "baton.rescue", "--exec",
+                              "echo $BATON_TASK_ID >> " + rescue_log},
+                             "rescue.log");
+  ASSERT_TRUE(WaitUntil([&] {
+    for (const auto& id : backlog) {
+      if (State(id) != "done") return false;
+    }
+    return true;
+  })) << ReadFile(dir_.path() + "/rescue.log");
+  EXPECT_EQ(Stop(*rescuer), 0);
+  CliResult status = Run({"rescue", "status", "--ns", kNs, "--type", "r", "--json"});
+  EXPECT_EQ(status.Json()["ready_to_finish"], true) << status.out;
+
+  CliResult finish = Run({"rescue", "finish", "--ns", kNs, "--type", "r", "--json"});
+  ASSERT_EQ(finish.exit_code, 0) << finish.err;
+  EXPECT_EQ(finish.Json()["acked_in_group"], 2);
+
+  std::vector<std::string> fresh;
+  for (int i = 0; i < 3; ++i) fresh.push_back(EnqueueId({"--type", "r"}));
+  std::string main_log = dir_.path() + "/main.ids";
+  auto healthy = StartWorker({"--ns", kNs, "--type", "r", "--group", "baton", "--exec",
+                              "echo $BATON_TASK_ID >> " + main_log},
+                             "main.log");
+  ASSERT_TRUE(WaitUntil([&] {
+    for (const auto& id : fresh) {
+      if (State(id) != "done") return false;
+    }
+    return true;
+  })) << ReadFile(dir_.path() + "/main.log");
+  std::this_thread::sleep_for(500ms);  // give a wrong second delivery the chance to show up
+  EXPECT_EQ(Stop(*healthy), 0);
+
+  std::vector<std::string> rescued = Lines(ReadFile(rescue_log));
+  std::vector<std::string> resumed = Lines(ReadFile(main_log));
+  EXPECT_EQ(rescued.size(), backlog.size());
+  EXPECT_EQ(std::set<std::string>(rescued.begin(), rescued.end()),
+            std::set<std::string>(backlog.begin(), backlog.end()));
+  EXPECT_EQ(resumed.size(), fresh.size());
+  EXPECT_EQ(std::set<std::string>(resumed.begin(), resumed.end()),
+            std::set<std::string>(fresh.begin(), fresh.end()));
+  EXPECT_EQ(Run({"rescue", "status", "--ns", kNs, "--type", "r"}).exit_code, 3);
+}
+
+TEST_F(CliTest, UnreachableRedisSaysWhatToDoWithoutThePassword) {
+  int port = FreeLoopbackPort();  // nothing listens there
+  std::string url = "redis://user:s3cret@127.0.0.1:" + std::to_string(port);
+  pid_t pid = fork();
+  std::string err_path = dir_.path() + "/unreachable.err";
+  if (pid == 0) {
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(err, 2);
+    execl(BATON_CLI_PATH, BATON_CLI_PATH, "--redis", url.c_str(), "queues", nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::string err = ReadFile(err_path);
+  EXPECT_NE(err.find("unavailable"), std::string::npos) << err;
+  EXPECT_NE(err.find("Set --redis or BATON_REDIS_URL"), std::string::npos) << err;
+  EXPECT_NE(err.find("user:***@127.0.0.1"), std::string::npos) << err;
+  EXPECT_EQ(err.find("s3cret"), std::string::npos) << err;
+}
+
+TEST_F(CliTest, DoctorExplainsInPlainWords) {
+  std::string id = EnqueueId({"--type", "report", "--delay", "3600"});
+  CliResult d = Run({"doctor", id, "--ns", kNs});
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("delay_seconds=3600: did you mean 0?"), std::string::npos) << d.out;
+  CliResult j = Run({"doctor", id, "--ns", kNs, "--json"});
+  EXPECT_EQ(j.Json()["code"], "scheduled");
+  EXPECT_EQ(Run({"doctor", "unknown-task", "--ns", kNs}).exit_code, 3);
+  EnqueueId({"--type", "nobody"});
+  CliResult q = Run({"doctor", "--ns", kNs, "--type", "nobody", "--json"});
+  EXPECT_EQ(q.Json()["findings"][0]["code"], "no_group");
+  EXPECT_EQ(Run({"doctor", "--ns", kNs}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace baton::testing

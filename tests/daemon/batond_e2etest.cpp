@@ -604,9 +604,54 @@ TEST_F(BatondTest, SurvivesARedisRestart) {
     if (reply) freeReplyObject(reply);
     std::this_thread::sleep_for(milliseconds(20));
   }
-  redisFree(c);
   EXPECT_EQ(len, 1) << batond.Log();
+
+  // The cron ticker is back too: a job defined after the restart fires.
+  auto* set = static_cast<redisReply*>(redisCommand(
+      c, "HSET baton:cron again %s",
+      R"({"schedule":"* * * * * *","namespace":"e2e","task_type":"cron_after_restart"})"));
+  ASSERT_NE(set, nullptr);
+  freeReplyObject(set);
+  len = 0;
+  deadline = steady_clock::now() + seconds(15);
+  while (len == 0 && steady_clock::now() < deadline) {
+    auto* reply =
+        static_cast<redisReply*>(redisCommand(c, "XLEN baton:{e2e}:stream:cron_after_restart"));
+    len = reply != nullptr ? reply->integer : 0;
+    if (reply) freeReplyObject(reply);
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  redisFree(c);
+  EXPECT_GE(len, 1) << batond.Log();
   EXPECT_TRUE(batond.process().Running());
+}
+
+TEST_F(BatondTest, AuthenticatesAsAnAclUser) {
+  auto acl = redis_.Command({"ACL", "SETUSER", "batond", "on", ">s3cret", "~*", "&*", "+@all"});
+  ASSERT_EQ(acl->type, REDIS_REPLY_STATUS) << Str(acl.get());
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  EnqueueAt(*client, "authed", system_clock::now() + hours(1));  // creates the type
+  const std::string url = "redis://batond:s3cret@127.0.0.1:" + std::to_string(redis_.port());
+  Batond batond(url, dir_.path(), "b1");
+  ASSERT_TRUE(batond.WaitRunning()) << batond.Log();
+  EXPECT_EQ(batond.Log().find("s3cret"), std::string::npos) << "the password was logged";
+
+  auto [id, due_ms] = EnqueueAt(*client, "authed", system_clock::now() + milliseconds(300));
+  ASSERT_TRUE(WaitForStreamLength("authed", 1, seconds(10))) << batond.Log();
+  redis_.Command({"HSET", "baton:cron", "authed-cron",
+                  R"({"schedule":"* * * * * *","namespace":"e2e","task_type":"authed_cron"})"});
+  redis_.Command({"PUBLISH", "baton:cron:changed", "authed-cron"});
+  ASSERT_TRUE(WaitForStreamLength("authed_cron", 1, seconds(10))) << batond.Log();
+  // batond's connections (promoter, its subscriber, reaper, cron ticker and its subscriber) are
+  // all logged in as the ACL user.
+  const std::string clients = redis_.String({"CLIENT", "LIST"});
+  std::size_t as_batond = 0;
+  for (std::size_t pos = clients.find("user=batond"); pos != std::string::npos;
+       pos = clients.find("user=batond", pos + 1)) {
+    ++as_batond;
+  }
+  EXPECT_GE(as_batond, 5u) << clients;
 }
 
 }  // namespace

@@ -30,7 +30,9 @@ RedisServer::RedisServer(std::vector<std::string> extra_args) {
       redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
       if (c && !c->err) {
         ReplyPtr r(static_cast<redisReply*>(redisCommand(c, "PING")));
-        if (r && r->type == REDIS_REPLY_STATUS) {
+        // A server started with --requirepass answers NOAUTH: it is up all the same.
+        if (r && (r->type == REDIS_REPLY_STATUS ||
+                  (r->type == REDIS_REPLY_ERROR && std::string(r->str).rfind("NOAUTH", 0) == 0))) {
           ctx_ = c;
           return;
         }

@@ -32,6 +32,10 @@ echo "check_install: building the consumer project against $work/prefix"
 cmake -S "$root/tests/install/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" \
   >"$work/consumer-configure.log" || { cat "$work/consumer-configure.log"; exit 1; }
 cmake --build "$work/consumer" -j"$jobs"
+if [ "${BATON_INSTALL_ALL:-0}" = 1 ]; then
+  test -x "$work/prefix/bin/batond"
+  test -x "$work/prefix/bin/baton"
+fi
 out=$("$work/consumer/baton_consumer")
 echo "$out"
 grep -q '^ok ' <<<"$out"

@@ -35,8 +35,7 @@ baton::Status CountRun(const RedisEndpoint& endpoint, const std::string& task_id
 
 int main(int argc, char** argv) {
   if (argc < 6) {
-    std::fprintf(stderr,
-                 "usage: %s <redis url> <ns> <type> <concurrency> <lease ms> [sleep ms]\n",
+    std::fprintf(stderr, "usage: %s <redis url> <ns> <type> <concurrency> <lease ms> [sleep ms]\n",
                  argv[0]);
     return 2;
   }

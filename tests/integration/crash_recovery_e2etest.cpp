@@ -61,8 +61,8 @@ TEST(CrashRecoveryTest, KilledWorkersTasksAreFinishedByOthersAndNoneIsLost) {
   TempDir logs;
   auto worker_argv = [&] {
     // 8 handler threads, 1 s lease, 2 ms of "work" per task so that A always holds leases.
-    return std::vector<std::string>{BATON_COUNTING_WORKER, redis.url(), kNs, kType, "8", kLeaseMs,
-                                    "2"};
+    return std::vector<std::string>{
+        BATON_COUNTING_WORKER, redis.url(), kNs, kType, "8", kLeaseMs, "2"};
   };
   auto t0 = Clock::now();
   Process a(worker_argv(), logs.path() + "/a.log");
@@ -90,7 +90,8 @@ TEST(CrashRecoveryTest, KilledWorkersTasksAreFinishedByOthersAndNoneIsLost) {
 
   // Every task done, none lost, none dead.
   int missing_done = 0;
-  for (const std::string& id : ids) missing_done += redis.Integer({"EXISTS", keys.Done(id)}) == 1 ? 0 : 1;
+  for (const std::string& id : ids)
+    missing_done += redis.Integer({"EXISTS", keys.Done(id)}) == 1 ? 0 : 1;
   auto all_runs = redis.Command({"HGETALL", runs_key});
   std::map<std::string, long long> runs;
   for (std::size_t i = 0; i + 1 < all_runs->elements; i += 2) {

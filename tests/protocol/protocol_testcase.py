@@ -70,11 +70,20 @@ class ProtocolTestCase(unittest.TestCase):
         return self.b.fail(TYPE, GROUP, entry.id, entry.sid, consumer, kind, error, stack,
                            **kwargs)
 
-    def promote_when_due(self, due_ms):
-        """Sleeps until due_ms (server clock) has passed, then promotes; returns the reply."""
+    def soon_ms(self, ahead_ms=300):
+        """A run_at_ms still in the future when the enqueue runs, even on a loaded machine (a
+        run_at_ms in the past is immediate: the task would be queued, not scheduled)."""
+        return self.now_ms() + ahead_ms
+
+    def sleep_until(self, due_ms):
+        """Sleeps until due_ms (server clock) has passed."""
         wait = due_ms - self.now_ms() + 5
         if wait > 0:
             time.sleep(wait / 1000)
+
+    def promote_when_due(self, due_ms):
+        """Sleeps until due_ms (server clock) has passed, then promotes; returns the reply."""
+        self.sleep_until(due_ms)
         return self.b.promote(TYPE)
 
     def wait_until(self, condition, timeout_s=5.0):

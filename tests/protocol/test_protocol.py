@@ -8,7 +8,6 @@ Run: cd /work/main && /usr/bin/python3 -m unittest discover -s tests/protocol -p
 
 import json
 import threading
-import time
 import unittest
 
 import baton_protocol as bp
@@ -84,6 +83,7 @@ class EnqueueTest(ProtocolTestCase):
     def test_duplicate_of_a_live_task_writes_nothing(self):
         self.enqueue("t1")
         self.enqueue("t2", delay_seconds=60)
+        self.dequeue_one()  # active: the record still says queued
         before = self.digest()
         self.assertEqual(self.enqueue("t1", payload=b'{"other":1}'), ("duplicate", "queued"))
         self.assertEqual(self.enqueue("t2"), ("duplicate", "scheduled"))
@@ -135,6 +135,29 @@ class EnqueueTest(ProtocolTestCase):
         self.assertTrue(message.startswith("BATON_INVALID task_id: must match"), message)
         self.assert_error("BATON_INVALID task_type", self.b.enqueue, "bad type", [])
         self.assertEqual(self.digest(), before)
+
+    def test_task_id_rule_at_its_edges(self):
+        for good in ("a", "Z", "0", "a_b.c:d-e", "x" * 128, "0AF7651916CD43DD-8448eb211c80319c"):
+            with self.subTest(good=good):
+                self.assertEqual(self.enqueue(good)[0], "queued")
+        before = self.digest()
+        for bad in ("", "-a", ".a", "_a", ":a", "a b", "a|b", "a{b}", "caf\u00e9", "x" * 129):
+            with self.subTest(bad=bad):
+                self.assert_error("BATON_INVALID task_id", self.enqueue, bad)
+        self.assertEqual(self.digest(), before)
+
+    def test_events_stream_is_capped_after_every_call(self):
+        capped = bp.Baton(self.r, NS, events_maxlen=10)
+        capped.enqueue(TYPE, [self.spec(f"t{i}") for i in range(300)])
+        # MAXLEN ~ removes whole stream nodes only (at most 100 entries each by default).
+        length = self.r.xlen(self.k.events())
+        self.assertTrue(10 <= length < 110, length)
+        self.assertEqual(self.b.events()[-1]["id"], "t299")
+        entries, _ = capped.dequeue(TYPE, GROUP, "c1", 300)
+        capped.ack(TYPE, GROUP, [(e.id, e.sid) for e in entries], "c1")
+        length = self.r.xlen(self.k.events())
+        self.assertTrue(10 <= length < 110, length)
+        self.assert_event(self.b.events()[-1], "active", "done", 1, "c1")
 
     def test_wrong_key_count_is_refused(self):
         keys = [self.k.stream(TYPE), self.k.scheduled(TYPE), self.k.tasks(), self.k.bodies(),
@@ -226,6 +249,20 @@ class DequeueAckTest(ProtocolTestCase):
         # A second ack finds nothing.
         self.assertEqual(self.b.ack(TYPE, GROUP, [(e.id, e.sid)], "worker-a"), ["gone"])
 
+    def test_invalid_ack_arguments_are_refused_and_nothing_is_written(self):
+        self.b.enqueue(TYPE, [self.spec("t1"), self.spec("t2")])
+        e1, e2 = self.dequeue()
+        before = self.digest()
+        for done, field in (([(e1.id, e1.sid), (e2.id, "bad")], "SID"),
+                            ([(e1.id, e1.sid), (e2.id, "")], "SID"),
+                            ([(e1.id, e1.sid), ("", e2.sid)], "id"),
+                            ([(e1.id, "1-x"), (e2.id, e2.sid)], "SID")):
+            with self.subTest(done=done):
+                self.assert_error(f"BATON_INVALID {field}", self.b.ack, TYPE, GROUP, done, "c1")
+        self.assertEqual(self.digest(), before)
+        self.assertEqual(self.b.ack(TYPE, GROUP, [(e1.id, e1.sid), (e2.id, e2.sid)], "c1"),
+                         ["done", "done"])
+
     def test_large_batches_cross_the_command_chunk_size(self):
         n = 1200
         results = self.b.enqueue(TYPE, [self.spec(f"t{i}") for i in range(n)])
@@ -247,12 +284,13 @@ class DequeueAckTest(ProtocolTestCase):
 
 class PromoteTest(ProtocolTestCase):
     def test_promote_moves_due_tasks_only(self):
-        now = self.now_ms()
-        self.b.enqueue(TYPE, [self.spec(f"due{i}", run_at_ms=now + 30) for i in range(5)])
+        due = self.soon_ms()
+        results = self.b.enqueue(TYPE, [self.spec(f"due{i}", run_at_ms=due) for i in range(5)])
+        self.assertEqual(results, [("scheduled", due)] * 5)
         _, later = self.enqueue("later", delay_seconds=3600)
-        promoted, next_due, now_ms = self.promote_when_due(now + 30)
+        promoted, next_due, now_ms = self.promote_when_due(due)
         self.assertEqual((promoted, next_due), (5, later))
-        self.assertTrue(now_ms >= now + 30)
+        self.assertTrue(now_ms >= due)
         self.assertEqual(self.b.promote(TYPE)[:2], (0, later))
         entries = self.dequeue()
         self.assertEqual(sorted(e.id for e in entries), [f"due{i}" for i in range(5)])
@@ -262,9 +300,10 @@ class PromoteTest(ProtocolTestCase):
         self.assert_event(self.b.events("due0")[1], "scheduled", "queued", 0)
 
     def test_promote_respects_the_limit(self):
-        now = self.now_ms()
-        self.b.enqueue(TYPE, [self.spec(f"d{i}", run_at_ms=now + 20) for i in range(7)])
-        time.sleep(0.05)
+        due = self.soon_ms()
+        results = self.b.enqueue(TYPE, [self.spec(f"d{i}", run_at_ms=due) for i in range(7)])
+        self.assertEqual({s for s, _ in results}, {"scheduled"})
+        self.sleep_until(due)
         promoted, next_due, now_ms = self.b.promote(TYPE, limit=3)
         self.assertEqual(promoted, 3)
         self.assertTrue(next_due <= now_ms)  # more are due: the caller calls again
@@ -281,12 +320,13 @@ class PromoteTest(ProtocolTestCase):
         self.assertIsNone(self.b.record("ghost"))
 
     def test_concurrent_promoters_never_promote_a_task_twice(self):
-        now = self.now_ms()
+        due = self.soon_ms(1000)
         n = 300
         for i in range(0, n, 100):
-            self.b.enqueue(TYPE, [self.spec(f"t{j}", run_at_ms=now + 30)
-                                  for j in range(i, i + 100)])
-        time.sleep(0.06)
+            results = self.b.enqueue(TYPE, [self.spec(f"t{j}", run_at_ms=due)
+                                            for j in range(i, i + 100)])
+            self.assertEqual({s for s, _ in results}, {"scheduled"})
+        self.sleep_until(due)
         counts = []
 
         def promoter():
@@ -329,6 +369,13 @@ class CancelTest(ProtocolTestCase):
         self.enqueue("t2")
         self.assertEqual(self.b.cancel(TYPE, "t2"), "cancelled")
         self.assertEqual(self.dequeue(), [])
+
+    def test_cancel_checks_every_consumer_group(self):
+        self.enqueue("t1")
+        self.r.xgroup_create(self.k.stream(TYPE), "rescue", id="0")
+        self.r.xreadgroup("rescue", "r1", {self.k.stream(TYPE): ">"})
+        message = self.assert_error("BATON_CONFLICT", self.b.cancel, TYPE, "t1")
+        self.assertIn("active on consumer r1", message)
 
     def test_cancel_scheduled_task(self):
         self.enqueue("t1", delay_seconds=60)

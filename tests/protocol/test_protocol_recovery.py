@@ -81,6 +81,37 @@ class FailTest(ProtocolTestCase):
         self.assertEqual(self.b.body("t1")["payload"], '{"to":"a@example.com"}')
         self.assert_event(self.last_event("t1"), "active", "dead", 3, "w3", "err 3")
 
+    def test_ack_after_a_retry_counts_every_attempt(self):
+        self.enqueue("t1", max_retry=3)
+        e = self.dequeue_one("w1")
+        _, due, _ = self.fail(e, consumer="w1", **FAST)
+        self.promote_when_due(due)
+        e = self.dequeue_one("w2")
+        self.assertEqual(e.attempt, 1)
+        self.assert_event(self.last_event("t1"), "queued", "active", 2, "w2")
+        self.assertEqual(self.b.ack(TYPE, GROUP, [(e.id, e.sid)], "w2"), ["done"])
+        marker = self.b.final_record("t1")
+        self.assertEqual((marker["state"], marker["attempts"], marker["worker"]),
+                         ("done", 2, "w2"))
+        self.assert_event(self.last_event("t1"), "active", "done", 2, "w2")
+        self.assertIsNone(self.b.errors("t1"))  # ack clears the error history
+
+    def test_a_retry_that_becomes_the_earliest_publishes_a_wakeup(self):
+        self.enqueue("later", delay_seconds=3600)
+        self.enqueue("t1")
+        e = self.dequeue_one()
+        pubsub = self.r.pubsub(ignore_subscribe_messages=True)
+        pubsub.subscribe(bp.WAKEUP_CHANNEL)
+        _, due, _ = self.fail(e, **FAST)
+        message = None
+        for _ in range(40):
+            message = pubsub.get_message(timeout=0.05)
+            if message is not None:
+                break
+        pubsub.close()
+        self.assertIsNotNone(message)
+        self.assertEqual(message["data"].decode(), f"{NS}|{TYPE}|{due}")
+
     def test_non_retryable_goes_dead_at_once(self):
         self.enqueue("t1", max_retry=5)
         e = self.dequeue_one()
@@ -128,6 +159,7 @@ class DeadLetterTest(ProtocolTestCase):
         self.assert_error("BATON_NOT_FOUND", self.b.dlq_delete, TYPE, "t1")
         self.assert_error("BATON_NOT_FOUND", self.b.dlq_replay, TYPE, "nope")
         self.assert_error("BATON_NOT_FOUND", self.b.dlq_replay, "other_type", "t2")
+        self.assert_error("BATON_NOT_FOUND", self.b.dlq_delete, "other_type", "t2")
         self.assert_error("BATON_INVALID payload", self.b.dlq_replay, TYPE, "t2", b"[]")
         self.assertEqual(self.digest(), before)
 
@@ -207,6 +239,23 @@ class LeaseTest(ProtocolTestCase):
                          [e.sid for e in mine])
         self.assertEqual(self.b.extend(TYPE, GROUP, "other", [other.sid]), [])
 
+    def test_extend_reports_an_entry_deleted_from_the_stream_as_not_held(self):
+        self.enqueue("t1")
+        e = self.dequeue_one("me")
+        self.r.xdel(self.k.stream(TYPE), e.sid)
+        self.assertEqual(self.b.extend(TYPE, GROUP, "me", [e.sid]), [])
+        self.assertEqual(self.pending(), 0)
+
+    def test_ack_of_a_dead_task_is_gone_and_it_stays_dead(self):
+        self.enqueue("t1", max_retry=0)
+        e = self.dequeue_one("slow")
+        time.sleep(0.06)
+        self.assertEqual(self.b.reclaim(TYPE, GROUP, 50, 10, **FAST), (1, 0, 1))
+        self.assertEqual(self.b.ack(TYPE, GROUP, [(e.id, e.sid)], "slow"), ["gone"])
+        self.assertEqual(self.b.record("t1")[0], "dead")
+        self.assertEqual(self.r.zcard(self.k.dead(TYPE)), 1)
+        self.assertIsNone(self.b.final_record("t1"))
+
     def test_stale_ack_after_reclaim_removes_the_waiting_retry(self):
         self.enqueue("t1")
         e = self.dequeue_one("slow")
@@ -285,6 +334,17 @@ class MalformedEntryTest(ProtocolTestCase):
         # Acked and deleted: only the two good tasks remain in the stream and the PEL.
         self.assertEqual((self.r.xlen(self.k.stream(TYPE)), self.pending()), (2, 2))
 
+    def test_created_at_is_checked_on_every_entry(self):
+        self.enqueue("good1")
+        bad = {task_id: self.raw(**self.full(id=task_id, created_at=created))
+               for task_id, created in (("m1", "1722489600.5"), ("m2", " 1722489600"),
+                                        ("m3", "0x66AB9000"))}
+        self.enqueue("good2")
+        self.assertEqual([e.id for e in self.dequeue()], ["good1", "good2"])
+        for task_id, sid in bad.items():
+            self.assertEqual(self.b.errors(task_id)[0]["error"],
+                             f"malformed stream entry {sid}: created_at is not an integer")
+
     def test_malformed_entry_never_overwrites_a_live_task_with_its_id(self):
         _, sid = self.enqueue("t1")
         bad = self.raw(**self.full(id="t1", payload=None))
@@ -321,7 +381,8 @@ class MalformedEntryTest(ProtocolTestCase):
         self.assertEqual(self.pending(), 0)
 
     def test_corrupt_body_surfaces_as_malformed_on_the_next_dequeue(self):
-        _, due = self.enqueue("t1", run_at_ms=self.now_ms() + 20)
+        status, due = self.enqueue("t1", run_at_ms=self.soon_ms())
+        self.assertEqual(status, "scheduled")
         self.r.hset(self.k.bodies(), "t1", "not json")
         self.assertEqual(self.promote_when_due(due)[0], 1)
         self.assertEqual(self.dequeue(), [])
@@ -335,9 +396,10 @@ class RoundTripTest(ProtocolTestCase):
             b'"future_field":[1.50,{"k":null}],"headers":{"from":"caf\xc3\xa9"}}'
 
     def test_payload_and_extra_bytes_survive_every_state(self):
+        due = self.soon_ms()
         self.assertEqual(self.enqueue("t1", payload=self.PAYLOAD, extra=self.EXTRA,
-                                      run_at_ms=self.now_ms() + 20)[0], "scheduled")
-        self.promote_when_due(self.now_ms() + 20)
+                                      run_at_ms=due), ("scheduled", due))
+        self.promote_when_due(due)
         e = self.dequeue_one()
         self.assertEqual((e.payload, e.extra), (self.PAYLOAD, self.EXTRA))
         self.fail(e, **FAST)
