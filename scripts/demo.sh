@@ -63,7 +63,7 @@ step "baton queues"
 baton queues --ns order
 step "baton dlq list: the card charge that exhausted its retries"
 baton dlq list --ns order
-dead_id=$(baton --json dlq list --ns order | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(d[0]["task_id"] if d else "")')
+dead_id=$(baton --json dlq list --ns order | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["dead"][0]["task_id"] if d["dead"] else "")')
 if [ -n "$dead_id" ]; then
   step "baton task show $dead_id: every attempt and its error"
   baton task show "$dead_id" --ns order

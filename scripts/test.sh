@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh release
 (cd build/release && ctest --output-on-failure -j2 --timeout 600)
-/usr/bin/python3 -m unittest discover -s tests/protocol -p 'test_*.py' -v 2>&1 | tail -n 40
+BATON_REQUIRE_BINARIES=1 /usr/bin/python3 -m unittest discover -s tests/protocol -p 'test_*.py' -v 2>&1 | tail -n 40
 test "${PIPESTATUS[0]}" -eq 0
 scripts/build.sh asan
 # Under the sanitizers the heavy crash-recovery run is skipped (it runs in the release suite above).

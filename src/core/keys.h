@@ -24,6 +24,9 @@ class Keys {
   std::string Types() const { return prefix_ + "types"; }
   std::string Done(std::string_view id) const { return prefix_ + "done:" + std::string(id); }
   std::string Unique(std::string_view key) const { return prefix_ + "unique:" + std::string(key); }
+  std::string Rescue(std::string_view type) const {
+    return prefix_ + "rescue:" + std::string(type);
+  }
   const std::string& prefix() const { return prefix_; }
 
   static constexpr std::string_view kNamespaces = "baton:namespaces";

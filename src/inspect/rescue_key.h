@@ -1,8 +1,5 @@
 #pragma once
-// LOCAL KEY HELPER. src/core/keys.h (the one place key names are built) has no builder for the
-// rescue state yet; until the lead adds `Keys::Rescue(type)` there, this is the only place the
-// name is built. Documented in docs/rescue.md (and to be listed in docs/keyspace.md):
-//   baton:{NS}:rescue:TYPE  HASH  written by `baton rescue start`, deleted by `baton rescue finish`
+// Names used by `baton rescue` (docs/rescue.md); the key itself comes from Keys::Rescue.
 #include <string>
 #include <string_view>
 
@@ -11,7 +8,7 @@
 namespace baton::internal {
 
 inline std::string RescueKey(const Keys& keys, std::string_view type) {
-  return keys.prefix() + "rescue:" + std::string(type);
+  return keys.Rescue(type);
 }
 
 // The disaster-recovery group of `group`.

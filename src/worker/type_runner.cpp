@@ -208,41 +208,26 @@ void TypeRunner::OnExtendReply(const std::vector<std::string>& sent, const Reply
 void TypeRunner::HandlerLoop(int index) {
   Slot& slot = slots_[index];
   while (true) {
-    DeliveredTask delivered;
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    PendingEntry entry;
     {
       std::unique_lock<std::mutex> lock(mu_);
       pool_cv_.wait(lock, [this] { return !ready_.empty() || pool_exit_; });
-      if (pool_exit_) return;  // a task still in ready_ is left to the lease
-      delivered = std::move(ready_.front());
+      if (pool_exit_) return;  // an entry still in ready_ is left to the lease
+      entry = std::move(ready_.front());
       ready_.pop_front();
-      if (delivered.task.execution_timeout) {
-        deadline = std::chrono::steady_clock::now() +
-                   std::chrono::seconds(*delivered.task.execution_timeout);
-      }
       slot.busy = true;
-      slot.sid = delivered.stream_id;
-      slot.deadline = deadline;
+      slot.sid = entry.entries->elements[entry.index * kEntryValues].AsString();
+      slot.deadline = std::chrono::steady_clock::time_point::max();
       slot.heartbeating = true;
       slot.timed_out = false;
       slot.abandoned = abandon_;
       slot.cancel.store(abandon_);
     }
-    TaskContext context(&delivered.task, delivered.attempt, delivered.stream_id, &slot.cancel,
-                        deadline);
-    AttemptOutcome outcome = RunAttempt(settings_.handler, context);
-    bool late = std::chrono::steady_clock::now() > deadline;
+    Completion completion = RunEntry(slot, entry);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (late || slot.timed_out) {
-        // Past the deadline the attempt fails as a timeout whatever the handler returned: the
-        // lease was no longer extended, so another worker may already own the task.
-        outcome = TimeoutOutcome(delivered.task.execution_timeout.value_or(0));
-      }
-      if (!slot.abandoned) {
-        completions_.push_back(Completion{std::move(delivered.task.task_id),
-                                          std::move(delivered.stream_id), outcome.failure,
-                                          std::move(outcome.message), std::move(outcome.stack)});
+      if (!slot.abandoned && !completion.sid.empty()) {
+        completions_.push_back(std::move(completion));
       }
       slot.busy = false;
       slot.heartbeating = false;
@@ -250,6 +235,47 @@ void TypeRunner::HandlerLoop(int index) {
     }
     fetch_cv_.notify_one();
   }
+}
+
+TypeRunner::Completion TypeRunner::RunEntry(Slot& slot, PendingEntry& entry) {
+  std::string sid;
+  std::string id;
+  StatusOr<DeliveredTask> decoded =
+      DecodeDequeuedEntry(settings_.ns, settings_.type, *entry.entries, entry.index, &sid, &id);
+  entry.entries.reset();  // the last handler to decode frees the batch
+  if (!decoded.ok()) {
+    // Not a valid task (e.g. the payload is not a JSON object): dead-letter it as malformed,
+    // never crash and never drop it.
+    counters_->malformed.fetch_add(1);
+    if (sid.empty()) {
+      Log(settings_, "undecodable entry without a stream id: " + decoded.status().ToString());
+    }
+    return Completion{std::move(id), std::move(sid), FailureKind::kMalformed,
+                      decoded.status().message(), ""};
+  }
+  DeliveredTask& delivered = *decoded;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  if (delivered.task.execution_timeout) {
+    deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(*delivered.task.execution_timeout);
+    std::lock_guard<std::mutex> lock(mu_);
+    slot.deadline = deadline;
+  }
+  TaskContext context(&delivered.task, delivered.attempt, delivered.stream_id, &slot.cancel,
+                      deadline);
+  AttemptOutcome outcome = RunAttempt(settings_.handler, context);
+  bool late = std::chrono::steady_clock::now() > deadline;
+  if (!late) {
+    std::lock_guard<std::mutex> lock(mu_);
+    late = slot.timed_out;
+  }
+  if (late) {
+    // Past the deadline the attempt fails as a timeout whatever the handler returned: the lease
+    // was no longer extended, so another worker may already own the task.
+    outcome = TimeoutOutcome(delivered.task.execution_timeout.value_or(0));
+  }
+  return Completion{std::move(delivered.task.task_id), std::move(delivered.stream_id),
+                    outcome.failure, std::move(outcome.message), std::move(outcome.stack)};
 }
 
 void TypeRunner::WaitBackoff() {
@@ -317,7 +343,7 @@ void TypeRunner::FetchLoop() {
       backoff_.Reset();
       continue;
     }
-    const Reply& dequeued = replies->back();
+    Reply& dequeued = replies->back();
     if (dequeued.is_error() || !dequeued.is_array() || dequeued.elements.size() < 2) {
       // E.g. the functions library was unloaded: wait (with a growing backoff), do not spin.
       Log(settings_, "baton_dequeue: " + (dequeued.is_error() ? dequeued.str : "unexpected reply"));
@@ -405,42 +431,20 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
   }
 }
 
-std::size_t TypeRunner::HandleDequeueReply(const Reply& reply, std::string* last_id) {
-  const Reply& entries = reply.elements[0];
+std::size_t TypeRunner::HandleDequeueReply(Reply& reply, std::string* last_id) {
   *last_id = reply.elements[1].AsString();
-  const std::size_t n = entries.elements.size() / kEntryValues;
+  const std::size_t n = reply.elements[0].elements.size() / kEntryValues;
   if (n == 0) return 0;
-  std::vector<DeliveredTask> decoded;
-  std::vector<Completion> malformed;
-  decoded.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::string sid;
-    std::string id;
-    StatusOr<DeliveredTask> task =
-        DecodeDequeuedEntry(settings_.ns, settings_.type, entries, i, &sid, &id);
-    if (task.ok()) {
-      decoded.push_back(std::move(*task));
-      continue;
-    }
-    // Not a valid task (e.g. the payload is not a JSON object): dead-letter it as malformed,
-    // never crash and never drop it.
-    counters_->malformed.fetch_add(1);
-    if (sid.empty()) {
-      Log(settings_, "undecodable entry without a stream id: " + task.status().ToString());
-      continue;
-    }
-    malformed.push_back(Completion{std::move(id), std::move(sid), FailureKind::kMalformed,
-                                   task.status().message(), ""});
-  }
+  // The handler threads decode their own entries, off the fetcher's round-trip loop.
+  auto entries = std::make_shared<const Reply>(std::move(reply.elements[0]));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (DeliveredTask& t : decoded) ready_.push_back(std::move(t));
-    in_flight_ += static_cast<int>(decoded.size());
-    for (Completion& c : malformed) completions_.push_back(std::move(c));
+    for (std::size_t i = 0; i < n; ++i) ready_.push_back(PendingEntry{entries, i});
+    in_flight_ += static_cast<int>(n);
   }
-  if (decoded.size() == 1) {
+  if (n == 1) {
     pool_cv_.notify_one();
-  } else if (!decoded.empty()) {
+  } else {
     pool_cv_.notify_all();
   }
   return n;

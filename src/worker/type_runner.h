@@ -100,6 +100,11 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
     bool abandoned = false;  // cancelled by Abandon(): its outcome is not sent, the lease decides
     std::atomic<bool> cancel{false};
   };
+  // One delivered entry (index `index` of a baton_dequeue entries array) waiting for a handler.
+  struct PendingEntry {
+    std::shared_ptr<const Reply> entries;
+    std::size_t index = 0;
+  };
   // A finished attempt waiting for its baton_ack (failure == kNone) or baton_fail.
   struct Completion {
     std::string id;
@@ -118,10 +123,12 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   void AppendCompletions(const std::vector<Completion>& batch);
   void HandleCompletionReplies(const std::vector<Completion>& batch,
                                const std::vector<Reply>& replies);
-  // Queues the delivered tasks of a well-formed baton_dequeue reply for the handler threads (and
-  // the undecodable ones for baton_fail as malformed); returns how many entries came back and sets
-  // `last_id` (the reply's second value).
-  std::size_t HandleDequeueReply(const Reply& reply, std::string* last_id);
+  // Queues the entries of a well-formed baton_dequeue reply (moved from) for the handler threads;
+  // returns how many came back and sets `last_id` (the reply's second value).
+  std::size_t HandleDequeueReply(Reply& reply, std::string* last_id);
+  // Handler thread: decodes one entry and runs its attempt (an undecodable entry is a malformed
+  // failure). The Completion has no SID when the entry had none (nothing can be sent for it).
+  Completion RunEntry(Slot& slot, PendingEntry& entry);
   void BlockForNewEntries(const std::string& last_id);
 
   const RunnerSettings settings_;
@@ -145,7 +152,7 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   std::mutex mu_;
   std::condition_variable fetch_cv_;  // fetcher: a slot freed, a completion, stop
   std::condition_variable pool_cv_;   // handler threads: a task arrived, exit
-  std::deque<DeliveredTask> ready_;
+  std::deque<PendingEntry> ready_;
   std::vector<Completion> completions_;
   int in_flight_ = 0;  // tasks handed to the pool (queued in ready_ or running)
   bool stopping_ = false;
