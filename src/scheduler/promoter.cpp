@@ -205,7 +205,9 @@ void Promoter::Loop() {
         std::int64_t until_due = std::max<std::int64_t>(pass->next_due_ms - pass->now_ms, 0);
         wait = std::min(wait, std::chrono::milliseconds(until_due));
       }
-      planned = pass->now_ms + wait.count();
+      // now_ms is 0 when the pass found no type to promote (no server clock was read): then any
+      // wake-up message must count, or the first delayed task of a new type waits a whole interval.
+      if (pass->now_ms > 0) planned = pass->now_ms + wait.count();
     }
     std::unique_lock<std::mutex> lock(wake_mu_);
     // A message that arrived during the pass and is earlier than the new plan wakes us at once;

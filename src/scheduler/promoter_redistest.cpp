@@ -135,6 +135,26 @@ TEST_F(PromoterTest, LoopWakesUpForAnEarlierTask) {
   promoter.Stop();
 }
 
+// Regression: a pass over an empty Redis (no type yet) reported now_ms = 0, the loop planned its
+// wake-up at "1970 + interval" and ignored every baton:wakeup message until the next interval, so
+// the first delayed task of a brand-new type fired up to one interval late.
+TEST_F(PromoterTest, FirstDelayedTaskOfANewTypeWakesAnIdlePromoter) {
+  Promoter::Options o = Opts();
+  o.interval = 30s;  // only the wake-up message can make it run in time
+  Promoter promoter(o);
+  ASSERT_TRUE(promoter.Start().ok());
+  std::this_thread::sleep_for(300ms);  // the loop has run its empty pass and sleeps
+
+  auto due = std::chrono::system_clock::now() + 300ms;
+  EnqueueAt("fresh", 1, due);
+  ASSERT_TRUE(WaitUntil([&] { return Len("fresh") == 1; }, 5s));
+  auto late = std::chrono::system_clock::now() - due;
+  EXPECT_LT(late, 400ms) << "promoted "
+                         << std::chrono::duration_cast<std::chrono::milliseconds>(late).count()
+                         << " ms after due";
+  promoter.Stop();
+}
+
 TEST_F(PromoterTest, LoopSleepsUntilTheEarliestDueTime) {
   auto now = std::chrono::system_clock::now();
   auto due = now + 700ms;

@@ -61,7 +61,7 @@ class InteropTest(ProtocolTestCase):
                 [str(BATON), "--redis", f"redis://127.0.0.1:{self.server.port}", "work",
                  "--ns", "interop", "--type", "py2cpp",
                  "--exec", f'cat > "{out}/$BATON_TASK_ID.json"; printf %s "$BATON_TASK" > "{out}/$BATON_TASK_ID.task"'],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 deadline = time.time() + 30
                 while time.time() < deadline:
