@@ -81,7 +81,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.set_config("--config", has_env_config ? env_config : "",
                  "Read settings from this INI/TOML file (keys = long flag names; env BATON_CONFIG)",
                  has_env_config);
-  app.add_option("--redis-url", c.redis_url,
+  app.add_option("--redis-url,--redis", c.redis_url,
                  "Redis to serve: redis://[user:password@]host:port[/db] or unix:///path")
       ->envname("BATON_REDIS_URL")
       ->capture_default_str();

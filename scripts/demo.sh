@@ -26,6 +26,7 @@ trap cleanup EXIT
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 baton() { "$bin/cli/baton" --redis "$url" "$@"; }
+# Background processes are started as binaries (not through the function) so that $! is their pid.
 
 step "redis-server on 127.0.0.1:$port (AOF on, data in demo-data/redis)"
 redis-server --port "$port" --bind 127.0.0.1 --dir "$data/redis" --appendonly yes --save '' \
@@ -44,7 +45,7 @@ step "workers: C++ (examples/worker.cpp), Python (examples/python_worker.py), sh
 pids+=($!)
 /usr/bin/python3 examples/python_worker.py "$url" &
 pids+=($!)
-baton work --ns order --type audit_log \
+"$bin/cli/baton" --redis "$url" work --ns order --type audit_log \
   --exec 'cat > "'"$data"'/audit/$BATON_TASK_ID.json"; echo "[shell worker] audit_log $BATON_TASK_ID attempt $BATON_ATTEMPT: $(cat "'"$data"'/audit/$BATON_TASK_ID.json")"' &
 pids+=($!)
 
@@ -74,12 +75,15 @@ step "baton cron next audit"
 baton cron next audit -n 3
 
 step "summary"
-baton --json queues --ns order | /usr/bin/python3 -c '
+baton --json queues --ns order > "$data/queues.json"
+/usr/bin/python3 - "$data/queues.json" <<'PY'
 import json, sys
-queues = json.load(sys.stdin)
+doc = json.load(open(sys.argv[1]))
+queues = doc["queues"] if isinstance(doc, dict) else doc
 for q in queues:
-    print(f"  {q[\"type\"]:<18} ready {q[\"ready\"]:>3}  in flight {q[\"in_flight\"]:>3}  delayed {q[\"delayed\"]:>3}  retrying {q[\"retrying\"]:>3}  dead {q[\"dead\"]:>3}")
-'
+    cells = "  ".join(f"{k} {q.get(k)}" for k in ("ready", "in_flight", "delayed", "retrying", "dead"))
+    print(f"  {q.get('type', '?'):<18} {cells}")
+PY
 echo "  audit_log tasks run by the shell worker: $(ls "$data/audit" | wc -l)"
 echo "  redis: $url   (the web console arrives with its own issue)"
 if [ "${DEMO_KEEP:-0}" = 1 ]; then
