@@ -39,7 +39,7 @@ struct Options {
   std::string redis = "redis://127.0.0.1:6379";
   int tasks = 200000;
   int payload = 200;
-  int concurrency = 4;
+  int concurrency = 64;  // handler threads of the no-op type
   int latency_tasks = 2000;
 };
 
