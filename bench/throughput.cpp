@@ -25,8 +25,8 @@
 #include <thread>
 #include <vector>
 
-#include "broker/redis_connection.h"
 #include "broker/function_library.h"
+#include "broker/redis_connection.h"
 
 namespace {
 
@@ -112,9 +112,9 @@ PhaseResult BareStreams(const Options& o) {
   auto c = Connect(o);
   int done = 0;
   while (done < o.tasks) {
-    auto r = c->BlockingCommand({"XREADGROUP", "GROUP", "g", "c", "COUNT", "100", "BLOCK", "1000",
-                                 "STREAMS", stream, ">"},
-                                std::chrono::milliseconds(3000));
+    auto r = c->BlockingCommand(
+        {"XREADGROUP", "GROUP", "g", "c", "COUNT", "100", "BLOCK", "1000", "STREAMS", stream, ">"},
+        std::chrono::milliseconds(3000));
     if (!r.ok()) Die(r.status().ToString());
     if (r->is_nil()) continue;
     std::vector<std::string> ack = {"XACK", stream, "g"};
@@ -264,7 +264,9 @@ std::pair<double, double> LightLoadLatency(const Options& o) {
   std::lock_guard lock(mu);
   if (lat_ms.empty()) Die("no latency samples");
   std::sort(lat_ms.begin(), lat_ms.end());
-  auto pct = [&](double p) { return lat_ms[std::min(lat_ms.size() - 1, size_t(p * lat_ms.size()))]; };
+  auto pct = [&](double p) {
+    return lat_ms[std::min(lat_ms.size() - 1, size_t(p * lat_ms.size()))];
+  };
   return {pct(0.50), pct(0.99)};
 }
 
@@ -274,12 +276,18 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
-    if (k == "--redis") o.redis = argv[i + 1];
-    else if (k == "--tasks") o.tasks = std::atoi(argv[i + 1]);
-    else if (k == "--payload") o.payload = std::atoi(argv[i + 1]);
-    else if (k == "--concurrency") o.concurrency = std::atoi(argv[i + 1]);
-    else if (k == "--latency-tasks") o.latency_tasks = std::atoi(argv[i + 1]);
-    else Die("unknown option " + k);
+    if (k == "--redis")
+      o.redis = argv[i + 1];
+    else if (k == "--tasks")
+      o.tasks = std::atoi(argv[i + 1]);
+    else if (k == "--payload")
+      o.payload = std::atoi(argv[i + 1]);
+    else if (k == "--concurrency")
+      o.concurrency = std::atoi(argv[i + 1]);
+    else if (k == "--latency-tasks")
+      o.latency_tasks = std::atoi(argv[i + 1]);
+    else
+      Die("unknown option " + k);
   }
   o.tasks = (o.tasks / 100) * 100;
   std::printf("tasks=%d payload=%dB worker concurrency=%d\n", o.tasks, o.payload, o.concurrency);

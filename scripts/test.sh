@@ -5,8 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+scripts/check_format.sh
 scripts/build.sh release
 (cd build/release && ctest --output-on-failure -j2 --timeout 600)
+BATON_BUILD_DIR=build/release tests/install/check_install.sh
 BATON_REQUIRE_BINARIES=1 /usr/bin/python3 -m unittest discover -s tests/protocol -p 'test_*.py' -v 2>&1 | tail -n 40
 test "${PIPESTATUS[0]}" -eq 0
 scripts/build.sh asan

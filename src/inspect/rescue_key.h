@@ -7,9 +7,7 @@
 
 namespace baton::internal {
 
-inline std::string RescueKey(const Keys& keys, std::string_view type) {
-  return keys.Rescue(type);
-}
+inline std::string RescueKey(const Keys& keys, std::string_view type) { return keys.Rescue(type); }
 
 // The disaster-recovery group of `group`.
 inline std::string RescueGroupName(std::string_view group) {

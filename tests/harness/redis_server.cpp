@@ -18,10 +18,11 @@ RedisServer::RedisServer(std::vector<std::string> extra_args) {
   // Another test may grab the port between FreeLoopbackPort() and redis' bind(): retry.
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = FreeLoopbackPort();
-    std::vector<std::string> argv = {"redis-server", "--port", std::to_string(port_), "--bind",
-                                     "127.0.0.1", "--dir", dir_.path(), "--save", "",
-                                     "--appendonly", "no", "--daemonize", "no",
-                                     "--logfile", dir_.path() + "/redis.log"};
+    std::vector<std::string> argv = {"redis-server", "--port",    std::to_string(port_),
+                                     "--bind",       "127.0.0.1", "--dir",
+                                     dir_.path(),    "--save",    "",
+                                     "--appendonly", "no",        "--daemonize",
+                                     "no",           "--logfile", dir_.path() + "/redis.log"};
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     process_ = std::make_unique<Process>(argv);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -84,7 +85,8 @@ std::string RedisServer::String(const std::vector<std::string>& argv) {
 
 void RedisServer::LoadFunctions() {
   auto r = Command({"FUNCTION", "LOAD", "REPLACE", FunctionLibrarySource()});
-  if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error("FUNCTION LOAD: " + std::string(r->str));
+  if (r->type == REDIS_REPLY_ERROR)
+    throw std::runtime_error("FUNCTION LOAD: " + std::string(r->str));
 }
 
 }  // namespace baton::testing

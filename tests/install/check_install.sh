@@ -5,6 +5,9 @@
 #   tests/install/check_install.sh                      library, headers and CMake package only
 #                                                       (component baton_development)
 #   BATON_INSTALL_ALL=1 tests/install/check_install.sh  everything, as `cmake --install` does
+#   BATON_BUILD_DIR=build/release tests/install/check_install.sh
+#                                                       installs everything from that finished build
+#                                                       instead of building again (scripts/test.sh)
 # Exits non-zero on any failure. BATON_JOBS sets the build parallelism (default 2).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -12,6 +15,11 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/baton-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 jobs=${BATON_JOBS:-2}
 
+if [ -n "${BATON_BUILD_DIR:-}" ]; then
+  echo "check_install: installing $BATON_BUILD_DIR into $work/prefix"
+  cmake --install "$BATON_BUILD_DIR" --prefix "$work/prefix" >/dev/null
+  BATON_INSTALL_ALL=1
+else
 echo "check_install: building Baton in $work/build"
 cmake -S "$root" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBATON_BUILD_TESTS=OFF \
   -DBATON_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX="$work/prefix" >"$work/configure.log" ||
@@ -22,6 +30,7 @@ if [ "${BATON_INSTALL_ALL:-0}" = 1 ]; then
 else
   cmake --build "$work/build" -j"$jobs" --target baton
   cmake --install "$work/build" --component baton_development >/dev/null
+fi
 fi
 test -f "$work/prefix/include/baton/client.h"
 test -f "$work/prefix/lib/cmake/baton/batonConfig.cmake" ||
