@@ -81,8 +81,10 @@ struct TypeOptions {
 
 struct WorkerOptions {
   std::string redis_url = "redis://127.0.0.1:6379";
-  // Consumer group. Every worker of one service shares it; a different service that wants its own
-  // copy of every task uses its own group. Consumer names are "<service>:<host>:<pid>:<random>".
+  // Consumer group. Every worker of a (namespace, type) shares one group: a task is one unit of
+  // work, acked once (ack deletes the entry), not a message fanned out to several services. The
+  // only other group is the temporary "<group>.rescue" of `baton rescue` (docs/rescue.md).
+  // Consumer names are "<service>:<host>:<pid>:<random>", unique per process.
   std::string group = "baton";
   std::string service = "worker";
   int default_concurrency = 4;
