@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 
+#include "broker/redis_open.h"
 #include "core/keys.h"
 #include "cron/cron_due.h"
 #include "scheduler/backoff.h"
@@ -188,14 +189,7 @@ void CronTicker::Stop() {
 }
 
 Status CronTicker::EnsureConnected() {
-  if (!conn_ || conn_->broken()) {
-    conn_.reset();
-    StatusOr<RedisEndpoint> endpoint = RedisEndpoint::Parse(options_.redis_url);
-    if (!endpoint.ok()) return endpoint.status();
-    StatusOr<std::unique_ptr<RedisConnection>> conn = RedisConnection::Open(*endpoint);
-    if (!conn.ok()) return conn.status();
-    conn_ = std::move(*conn);
-  }
+  if (Status st = internal::EnsureConnected(conn_, options_.redis_url); !st.ok()) return st;
   if (!client_) {
     ClientOptions co;
     co.redis_url = options_.redis_url;

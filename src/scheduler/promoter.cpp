@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "broker/redis_open.h"
 #include "core/keys.h"
 #include "scheduler/backoff.h"
 
@@ -55,16 +56,7 @@ Promoter::Promoter(Options options) : options_(std::move(options)) {
 
 Promoter::~Promoter() { Stop(); }
 
-Status Promoter::EnsureConnected() {
-  if (conn_ && !conn_->broken()) return Status::Ok();
-  if (conn_) return conn_->Reconnect();
-  StatusOr<RedisEndpoint> endpoint = RedisEndpoint::Parse(options_.redis_url);
-  if (!endpoint.ok()) return endpoint.status();
-  StatusOr<std::unique_ptr<RedisConnection>> conn = RedisConnection::Open(*endpoint);
-  if (!conn.ok()) return conn.status();
-  conn_ = std::move(*conn);
-  return Status::Ok();
-}
+Status Promoter::EnsureConnected() { return internal::EnsureConnected(conn_, options_.redis_url); }
 
 StatusOr<PromoteResult> Promoter::RunOnce(const std::string& ns, const std::string& type) {
   std::lock_guard<std::mutex> lock(mu_);

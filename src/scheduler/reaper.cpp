@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "broker/redis_open.h"
 #include "core/keys.h"
 #include "scheduler/backoff.h"
 
@@ -37,16 +38,7 @@ Reaper::Reaper(Options options) : options_(std::move(options)), rng_(std::random
 
 Reaper::~Reaper() { Stop(); }
 
-Status Reaper::EnsureConnected() {
-  if (conn_ && !conn_->broken()) return Status::Ok();
-  if (conn_) return conn_->Reconnect();
-  StatusOr<RedisEndpoint> endpoint = RedisEndpoint::Parse(options_.redis_url);
-  if (!endpoint.ok()) return endpoint.status();
-  StatusOr<std::unique_ptr<RedisConnection>> conn = RedisConnection::Open(*endpoint);
-  if (!conn.ok()) return conn.status();
-  conn_ = std::move(*conn);
-  return Status::Ok();
-}
+Status Reaper::EnsureConnected() { return internal::EnsureConnected(conn_, options_.redis_url); }
 
 StatusOr<ReapResult> Reaper::RunOnce(const std::string& ns, const std::string& type,
                                      const RetryPolicy& retry) {
