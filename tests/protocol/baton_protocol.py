@@ -60,7 +60,7 @@ class Keys:
         return self.prefix + "done:" + task_id
 
     def unique(self, key):
-        # With key == "" this is the placeholder baton_enqueue gets for a task without unique key.
+        # With key == "" this is the unused key baton_enqueue gets for a task without unique key.
         return self.prefix + "unique:" + key
 
 
