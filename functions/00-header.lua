@@ -207,13 +207,21 @@ end
 ---------------------------------------------------------------------------------------------------
 -- Variadic commands over many items, in chunks. Returns the concatenated array replies.
 
+-- One chunk items[s..e] of a variadic command, after `key` when there is one.
+local function call_chunk(cmd, key, items, s, e)
+  if key then
+    return call(cmd, key, unpack_(items, s, e))
+  end
+  return call(cmd, unpack_(items, s, e))
+end
+
 local function call_many(cmd, key, items)
   local n = #items
   if n == 0 then
     return {}
   end
   if n <= CHUNK then
-    return call(cmd, key, unpack_(items))
+    return call_chunk(cmd, key, items, 1, n)
   end
   local out, k = {}, 0
   for s = 1, n, CHUNK do
@@ -221,7 +229,7 @@ local function call_many(cmd, key, items)
     if e > n then
       e = n
     end
-    local r = call(cmd, key, unpack_(items, s, e))
+    local r = call_chunk(cmd, key, items, s, e)
     if type_(r) == 'table' then
       for j = 1, #r do
         k = k + 1
@@ -246,23 +254,7 @@ end
 
 -- MGET over keys (no leading key argument).
 local function mget(keys)
-  local n = #keys
-  if n == 0 then
-    return {}
-  end
-  local out, k = {}, 0
-  for s = 1, n, CHUNK do
-    local e = s + CHUNK - 1
-    if e > n then
-      e = n
-    end
-    local r = call('MGET', unpack_(keys, s, e))
-    for j = 1, #r do
-      k = k + 1
-      out[k] = r[j]
-    end
-  end
-  return out
+  return call_many('MGET', nil, keys)
 end
 
 ---------------------------------------------------------------------------------------------------
