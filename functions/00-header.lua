@@ -1,30 +1,60 @@
-#!lua name=baton
+#!lua name=baton_v2
 --[[
-Baton functions library, shared part (00-header.lua).
+Baton functions library v2, shared part (00-header.lua).
 
 The library is every functions/*.lua concatenated in file-name order and loaded with
-FUNCTION LOAD REPLACE (docs/protocol.md, "Loading"). This file holds the library version and the
-helpers every transition uses; each later file registers one function. The contract of every
-function is in docs/protocol.md, the keys in docs/keyspace.md.
+FUNCTION LOAD REPLACE (docs/protocol.md, "Loading"). This file holds the library version, the
+namespace defaults and the helpers every transition uses; each later file registers one function
+(or two closely related ones). The contract of every function is in docs/protocol.md and
+contract/protocol.json, the keys in docs/keyspace.md.
+
+Library and function names carry the major version (baton_v2, baton_v2_enqueue, ...) so that v1
+and v2 can be loaded side by side during a rolling upgrade (docs/upgrading.md); v2 keys start with
+baton:v2: and never meet v1's.
 
 Rules every function follows:
-  - It touches only keys passed in KEYS (Redis Cluster: all keys of a call share the {NS} slot).
+  - It touches only keys passed in KEYS, and checks every one of them against the namespace (and
+    task type) of KEYS[1]: a wrong key is BATON_INVALID, never a write to a foreign key.
   - It reads the clock once (TIME, Unix ms of the Redis server) and passes `now` around.
   - Expected failures are error replies 'BATON_INVALID <field>: <rule>', 'BATON_NOT_FOUND <what>',
     'BATON_CONFLICT <what>' (contract/errors.json), returned before anything is written.
   - The payload is opaque text: it is never decoded (cjson would round numbers).
-  - Events are added without a cap; the wrapper of register() trims the events stream once at the
-    end of every call that emitted (XTRIM MAXLEN ~ N).
+  - Namespace settings (events cap, done retention, dead-letter caps, default lease) come from
+    baton:v2:{NS}:config, never from a caller's argument.
+  - Events are per call and transition, not per task: emit() collects the ids, register() writes
+    one events entry per (from, to, worker) at the end of the call and trims the stream once.
 
 While the library loads only `redis.register_function` is reachable, so the standard library and
 redis.call are bound into upvalues by init() at the start of every call.
 ]]
 
-local VERSION = '1'
+local VERSION = '2'
 
-local WAKEUP_CHANNEL = 'baton:wakeup'
+-- Namespace defaults (contract/protocol.json "namespace_config"; scripts/check_protocol.py keeps
+-- the two equal). A namespace overrides them in baton:v2:{NS}:config (baton_v2_configure).
+local DEFAULTS = {
+  events_maxlen = 100000, -- events entries kept (approximate, MAXLEN ~); 0 = no events
+  done_retention_s = 86400, -- how long a finished id stays a duplicate for enqueue
+  dlq_max = 100000, -- dead tasks kept per task type; the oldest are dropped beyond
+  dlq_retention_s = 2592000, -- dead tasks older than this are dropped (30 days)
+  lease_ms = 30000, -- lease of a delivered task when the worker asks for none
+}
+-- Allowed range of each setting.
+local CONFIG_RANGES = {
+  events_maxlen = { 0, 100000000 },
+  done_retention_s = { 1, 31536000 },
+  dlq_max = { 1, 100000000 },
+  dlq_retention_s = { 1, 315360000 },
+  lease_ms = { 1000, 86400000 },
+}
+local CONFIG_FIELDS = { 'events_maxlen', 'done_retention_s', 'dlq_max', 'dlq_retention_s',
+  'lease_ms' }
+
+local WAKEUP_CHANNEL = 'baton:v2:wakeup'
+local TYPES_CHANNEL = 'baton:v2:types'
 local PAYLOAD_MAX_BYTES = 524288
 local CHUNK = 512 -- arguments per variadic command (unpack is limited by the Lua C stack)
+local TRIM_BATCH = 256 -- expired done markers / dead tasks dropped per call at most
 
 -- Stream entry fields, in the fixed order of docs/keyspace.md.
 local ENTRY_FIELDS = { 'id', 'payload', 'max_retry', 'delay_seconds', 'created_at',
@@ -32,8 +62,8 @@ local ENTRY_FIELDS = { 'id', 'payload', 'max_retry', 'delay_seconds', 'created_a
 
 -- '0'..'99' -> number: the hot path checks small integer fields with one table lookup.
 -- NEXT_TEXT: '0'..'98' -> the next integer as text ('0' -> '1'). Attempts stay text on the hot
--- path: a Lua number turned into a string (concatenation, or an argument of redis.call) goes
--- through sprintf('%.14g'), which costs more than the table lookup by far.
+-- path: a Lua number turned into a string goes through sprintf('%.14g'), which costs more than the
+-- table lookup by far.
 local SMALL_INTS = {}
 local NEXT_TEXT = {}
 for i = 0, 99 do
@@ -47,12 +77,13 @@ end
 -- most ids (UUIDs) are digits, lower-case hex and '-'.
 local ID_PATTERN = '^[0-9a-zA-Z][0-9a-z%-A-Z_.:]*$'
 local ID_RULE = 'must match ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$'
+local NAME_RULE = 'must match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'
 
 local call, pcall_redis, find, sub, match, byte, fmt, floor, unpack_, tonumber_, type_, encode,
-  decode
+  decode, concat
 
 -- The events context of the running call once it has emitted an event (see emit), else nil.
-local trim_ctx = nil
+local event_ctx = nil
 
 local function init()
   call = redis.call
@@ -68,35 +99,58 @@ local function init()
   type_ = type
   encode = cjson.encode
   decode = cjson.decode
+  concat = table.concat
 end
 
 -- Raises an error reply; register() turns it into the function's reply.
 local function raise(code, message)
-  error({ err = code .. ' ' .. message })
+  error(code .. ' ' .. message, 0)
 end
 
 local function invalid(field, rule)
   raise('BATON_INVALID', field .. ': ' .. rule)
 end
 
--- Wraps a transition: binds the helpers, and returns raised error replies as the reply instead of
--- letting Redis append the script location to them.
+-- Integer as decimal text (Lua's own tostring switches to exponent notation past 14 digits).
+local function int_text(n)
+  return fmt('%d', n)
+end
+
+-- Writes the events a call collected: one entry per (from, to, worker) group, ids and attempts
+-- space-separated in the order they happened; a failure (with its error) is an entry of its own.
+-- Then one XTRIM MAXLEN ~ for the whole call.
+local function flush_events(ctx)
+  local groups = ctx.event_groups
+  for g = 1, #groups do
+    local e = groups[g]
+    call('XADD', ctx.keys.events, '*', 'type', e.type, 'from', e.from, 'to', e.to,
+      'worker', e.worker, 'ids', concat(e.ids, ' '), 'attempts', concat(e.attempts, ' '),
+      'error', e.error)
+  end
+  call('XTRIM', ctx.keys.events, 'MAXLEN', '~', ctx.config.events_maxlen)
+end
+
+-- Wraps a transition: binds the helpers, writes the collected events, and returns raised error
+-- replies (and Redis' own errors, e.g. OOM) as the reply without the script-location suffix.
 local function register(name, body, flags)
   local wrapped = function(keys, args)
     init()
-    trim_ctx = nil
+    event_ctx = nil
     local ok, result = pcall(body, keys, args)
-    if trim_ctx then
-      call('XTRIM', trim_ctx.events, 'MAXLEN', '~', trim_ctx.maxlen_text)
-      trim_ctx = nil
+    if ok and event_ctx then
+      flush_events(event_ctx)
     end
+    event_ctx = nil
     if ok then
       return result
     end
-    if type(result) == 'table' and result.err then
-      return result
+    -- Raised errors reach here as text (Redis turns an error table into its message). Returned
+    -- as an error reply, they keep their own first word as the code (BATON_INVALID, OOM,
+    -- READONLY, ...) and get no script-location suffix.
+    if type(result) == 'table' then
+      result = result.err or tostring(result)
     end
-    error(result, 0)
+    return redis.error_reply(tostring(result))
   end
   redis.register_function({ function_name = name, callback = wrapped, flags = flags })
 end
@@ -107,11 +161,6 @@ local function now_ms()
   return tonumber_(t[1]) * 1000 + floor(tonumber_(t[2]) / 1000)
 end
 
--- Integer as decimal text (Lua's own tostring switches to exponent notation past 14 digits).
-local function int_text(n)
-  return fmt('%d', n)
-end
-
 ---------------------------------------------------------------------------------------------------
 -- Argument checks (raise BATON_INVALID naming the field and the rule)
 
@@ -119,20 +168,21 @@ local function is_uint(v)
   return v ~= nil and #v > 0 and #v <= 15 and find(v, '^%d+$') ~= nil
 end
 
+local function range_rule(lo, hi)
+  if hi then
+    return 'must be an integer ' .. int_text(lo) .. '..' .. int_text(hi)
+  end
+  return 'must be an integer >= ' .. int_text(lo)
+end
+
 -- Non-negative integer argument in [lo, hi] (hi optional).
 local function int_arg(v, field, lo, hi)
   if not is_uint(v) then
-    if hi then
-      invalid(field, 'must be an integer ' .. lo .. '..' .. int_text(hi))
-    end
-    invalid(field, 'must be an integer >= ' .. lo)
+    invalid(field, range_rule(lo, hi))
   end
   local n = tonumber_(v)
   if n < lo or (hi and n > hi) then
-    if hi then
-      invalid(field, 'must be an integer ' .. lo .. '..' .. int_text(hi))
-    end
-    invalid(field, 'must be an integer >= ' .. lo)
+    invalid(field, range_rule(lo, hi))
   end
   return n
 end
@@ -187,27 +237,97 @@ local function stream_id_arg(v, field)
   return v
 end
 
----------------------------------------------------------------------------------------------------
--- Keys
-
--- The namespace of a key 'baton:{NS}:...'.
-local function key_namespace(key)
-  return match(key, '^baton:{([^}]*)}:') or ''
+-- The exact argument count a function takes (fixed part + per-item values).
+local function argc(args, expected, what)
+  if #args ~= expected then
+    invalid('ARGV', 'expected ' .. what .. ' = ' .. expected .. ' values, got ' .. #args)
+  end
 end
 
--- The task type of a key 'baton:{NS}:<kind>:TYPE', checked to be a valid name.
-local function key_type(key, kind, index)
-  local t = match(key, '^baton:{[^}]*}:' .. kind .. ':(.+)$')
-  if t == nil or not is_name(t) then
-    invalid('KEYS[' .. index .. ']', "must be baton:{NS}:" .. kind .. ':TYPE')
+---------------------------------------------------------------------------------------------------
+-- Keys: every key of a call is checked against the namespace (and type) of KEYS[1].
+
+-- Key kinds that carry the task type (baton:v2:{NS}:<kind>:TYPE); the others are
+-- baton:v2:{NS}:<kind>.
+local TYPED = { stream = true, scheduled = true, dead = true, leases = true, rescue = true }
+
+-- keys: KEYS; spec: the kinds in KEYS order, spec[1] typed (its TYPE is the call's type) or not.
+-- Returns a table kind -> key name, with .ns, .type (nil for an untyped first key) and .prefix.
+-- Raises BATON_INVALID KEYS[i] for a key that is not the expected one, and KEYS when the fixed
+-- part has too few keys.
+local function bind_keys(keys, spec)
+  if #keys < #spec then
+    invalid('KEYS', 'expected at least ' .. #spec .. ' keys (' .. concat(spec, ', ') .. '), got ' ..
+      #keys)
   end
-  return t
+  local first = keys[1]
+  local ns, task_type
+  if TYPED[spec[1]] then
+    ns, task_type = match(first, '^baton:v2:{([^}]*)}:' .. spec[1] .. ':(.+)$')
+    if ns == nil or not is_name(ns) or not is_name(task_type) then
+      invalid('KEYS[1]', 'must be baton:v2:{NS}:' .. spec[1] .. ':TYPE with NS and TYPE that ' ..
+        NAME_RULE)
+    end
+  else
+    ns = match(first, '^baton:v2:{([^}]*)}:' .. spec[1] .. '$')
+    if ns == nil or not is_name(ns) then
+      invalid('KEYS[1]', 'must be baton:v2:{NS}:' .. spec[1] .. ' with NS that ' .. NAME_RULE)
+    end
+  end
+  local prefix = 'baton:v2:{' .. ns .. '}:'
+  local k = { ns = ns, type = task_type, prefix = prefix }
+  for i = 1, #spec do
+    local kind = spec[i]
+    local want
+    if TYPED[kind] then
+      want = prefix .. kind .. ':' .. task_type
+    else
+      want = prefix .. kind
+    end
+    if keys[i] ~= want then
+      invalid('KEYS[' .. i .. ']', 'must be ' .. want)
+    end
+    k[kind] = want
+  end
+  return k
+end
+
+-- The unique-key lock of a unique key (enqueue passes them after the fixed keys).
+local function unique_key_name(k, unique_key)
+  return k.prefix .. 'unique:' .. unique_key
+end
+
+---------------------------------------------------------------------------------------------------
+-- Namespace settings (baton:v2:{NS}:config)
+
+-- Reads the settings once per call. A missing or out-of-range value (e.g. written by hand) falls
+-- back to the default. Values stay text where they are passed on to Redis.
+local function read_config(config_key)
+  local v = call('HMGET', config_key, unpack_(CONFIG_FIELDS))
+  local c = {}
+  for i = 1, #CONFIG_FIELDS do
+    local f = CONFIG_FIELDS[i]
+    local n = v[i] and is_uint(v[i]) and tonumber_(v[i]) or nil
+    local r = CONFIG_RANGES[f]
+    if n == nil or n < r[1] or n > r[2] then
+      n = DEFAULTS[f]
+    end
+    c[f] = n
+  end
+  c.events_maxlen = int_text(c.events_maxlen)
+  c.with_events = c.events_maxlen ~= '0'
+  return c
+end
+
+-- Common call context: keys, settings and the clock.
+local function new_ctx(k)
+  return { keys = k, type = k.type, config = read_config(k.config), event_groups = {},
+    event_index = {} }
 end
 
 ---------------------------------------------------------------------------------------------------
 -- Variadic commands over many items, in chunks. Returns the concatenated array replies.
 
--- One chunk items[s..e] of a variadic command, after `key` when there is one.
 local function call_chunk(cmd, key, items, s, e)
   if key then
     return call(cmd, key, unpack_(items, s, e))
@@ -240,25 +360,20 @@ local function call_many(cmd, key, items)
   return out
 end
 
--- XACK of many SIDs.
-local function xack_many(stream, group, sids)
-  local n = #sids
+-- A command with two leading arguments (e.g. XACK stream group, ZADD key XX) over many items.
+local function call_many2(cmd, key, arg, items)
+  local n = #items
   for s = 1, n, CHUNK do
     local e = s + CHUNK - 1
     if e > n then
       e = n
     end
-    call('XACK', stream, group, unpack_(sids, s, e))
+    call(cmd, key, arg, unpack_(items, s, e))
   end
 end
 
--- MGET over keys (no leading key argument).
-local function mget(keys)
-  return call_many('MGET', nil, keys)
-end
-
 ---------------------------------------------------------------------------------------------------
--- Task record 'STATE|TYPE|ATTEMPT|SID' (baton:{NS}:tasks)
+-- Task record 'STATE|TYPE|ATTEMPT|SID' (baton:v2:{NS}:tasks)
 
 local function make_record(state, task_type, attempt, sid)
   return state .. '|' .. task_type .. '|' .. attempt .. '|' .. sid
@@ -273,13 +388,71 @@ local function parse_record(rec)
   return state, task_type, tonumber_(attempt), sid
 end
 
--- The state a duplicate enqueue reports: the record's state or the final state of a done marker.
 local function record_state(rec)
   return match(rec, '^(%a+)|') or 'unknown'
 end
 
-local function marker_state(marker)
-  return match(marker, '"state":"(%a+)"') or 'done'
+---------------------------------------------------------------------------------------------------
+-- Final states: baton:v2:{NS}:done (ZSET id -> finished ms, every final state, trimmed by time)
+-- and baton:v2:{NS}:ended (HASH id -> 'STATE|TYPE|ATTEMPTS|WORKER' for the final states other
+-- than done: cancelled, deleted, dropped). A plain success costs one ZADD member.
+
+-- Marks ids final at `now`. ended_values: flat id, value pairs for the non-done ones (or nil).
+local function mark_final(ctx, ids, ended_values)
+  local n = #ids
+  if n > 0 then
+    local now_text = int_text(ctx.now)
+    local args, a = {}, 0
+    for i = 1, n do
+      args[a + 1] = now_text
+      args[a + 2] = ids[i]
+      a = a + 2
+    end
+    call_many('ZADD', ctx.keys.done, args)
+  end
+  if ended_values and #ended_values > 0 then
+    call_many('HSET', ctx.keys.ended, ended_values)
+  end
+end
+
+-- Drops final states older than the retention (at most TRIM_BATCH per call; every call that
+-- finishes tasks trims, so the set follows the rate of finishing).
+local function trim_final(ctx)
+  local cutoff = ctx.now - ctx.config.done_retention_s * 1000
+  local old = call('ZRANGE', ctx.keys.done, '-inf', int_text(cutoff), 'BYSCORE', 'LIMIT', 0,
+    TRIM_BATCH)
+  if #old > 0 then
+    call_many('ZREM', ctx.keys.done, old)
+    call_many('HDEL', ctx.keys.ended, old)
+  end
+end
+
+-- The final state of ids that have no live record: a list of state-or-false, by index.
+local function final_states(ctx, ids)
+  local scores = call_many('ZMSCORE', ctx.keys.done, ids)
+  local out, look, l = {}, {}, 0
+  for i = 1, #ids do
+    if scores[i] then
+      l = l + 1
+      look[l] = i
+      out[i] = 'done'
+    else
+      out[i] = false
+    end
+  end
+  if l > 0 then
+    local names = {}
+    for j = 1, l do
+      names[j] = ids[look[j]]
+    end
+    local vals = call_many('HMGET', ctx.keys.ended, names)
+    for j = 1, l do
+      if vals[j] then
+        out[look[j]] = match(vals[j], '^(%a+)|') or 'done'
+      end
+    end
+  end
+  return out
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -292,14 +465,8 @@ local function json_string(s)
   return '"' .. s .. '"'
 end
 
--- Final record in baton:{NS}:done:ID.
-local function final_record(state, task_type, attempts, now, worker)
-  return '{"state":"' .. state .. '","type":"' .. task_type .. '","attempts":' .. attempts ..
-      ',"finished_ms":' .. int_text(now) .. ',"worker":' .. json_string(worker) .. '}'
-end
-
 ---------------------------------------------------------------------------------------------------
--- Bodies (baton:{NS}:bodies): a JSON object of strings, so the payload bytes survive exactly.
+-- Bodies (baton:v2:{NS}:bodies): a JSON object of strings, so the payload bytes survive exactly.
 
 -- f: stream entry fields by name (any may be missing).
 local function encode_body(f)
@@ -324,7 +491,7 @@ local function as_text(v)
 end
 
 -- Returns the body's fields by name; a missing or corrupt body gives empty fields, which the next
--- baton_dequeue then sends to the dead-letter queue as malformed (never silently dropped).
+-- baton_v2_dequeue then sends to the dead-letter queue as malformed (never silently dropped).
 local function decode_body(text)
   local b = {}
   if text then
@@ -351,14 +518,12 @@ local function add_entry(stream, id, f, attempt)
 end
 
 ---------------------------------------------------------------------------------------------------
--- Stream entry checks (baton_dequeue, baton_reclaim)
+-- Stream entry checks (baton_v2_dequeue, baton_v2_reclaim, baton_v2_dlq_replay)
 
 -- fv: the flat field/value array of an entry. Returns the entry as a flat array in the fixed
--- field order (fv itself when it already is; values at 2, 4, ..., 16: id, payload, max_retry,
--- delay_seconds, created_at, execution_timeout, extra, attempt) and nil, or nil and the reason the
--- entry is malformed. The id is not checked here: an entry is only delivered when a task record
--- points at it, and baton_enqueue never writes a record for an invalid id (no_record_reason says
--- why an entry without a record is malformed).
+-- field order and nil, or nil and the reason the entry is malformed. The id is not checked here:
+-- an entry is only delivered when a task record points at it, and baton_v2_enqueue never writes a
+-- record for an invalid id.
 local function check_entry(fv)
   if not (#fv == 16 and fv[1] == 'id' and fv[3] == 'payload' and fv[5] == 'max_retry' and
       fv[7] == 'delay_seconds' and fv[9] == 'created_at' and fv[11] == 'execution_timeout' and
@@ -404,7 +569,6 @@ local function no_record_reason(id)
   return 'no task record for id ' .. id
 end
 
--- Fields by name of a raw entry (for the body of a malformed one).
 local function fields_by_name(fv)
   local f = {}
   for j = 1, #fv - 1, 2 do
@@ -427,17 +591,33 @@ local function raw_entry_id(fv)
 end
 
 ---------------------------------------------------------------------------------------------------
--- Events (baton:{NS}:events), skipped when maxlen is 0
+-- Events (baton:v2:{NS}:events), skipped when the namespace's events_maxlen is 0
 
--- Entries are added without a MAXLEN each; register() trims the stream once at the end of every
--- call that emitted (one XTRIM MAXLEN ~ per call instead of a trim check per entry). The cap
--- holds after every call, and a call is atomic, so nobody sees the stream in between.
-local function emit(ctx, id, task_type, from, to, attempt, worker, err)
-  if ctx.maxlen ~= 0 then
-    call('XADD', ctx.events, '*', 'id', id, 'type', task_type, 'from', from, 'to', to,
-      'attempt', attempt, 'worker', worker, 'error', err)
-    trim_ctx = ctx
+-- Records that task `id` went from `from` to `to` in its attempt `attempt` (text). Tasks of one
+-- call with the same (from, to, worker) share one events entry; a failure (err ~= '') gets its
+-- own entry, since it carries its error.
+local function emit(ctx, id, from, to, attempt, worker, err)
+  if not ctx.config.with_events then
+    return
   end
+  event_ctx = ctx
+  local groups = ctx.event_groups
+  if err ~= '' then
+    groups[#groups + 1] = { type = ctx.type, from = from, to = to, worker = worker, ids = { id },
+      attempts = { attempt }, error = err }
+    return
+  end
+  local key = from .. '>' .. to .. '>' .. worker
+  local g = ctx.event_index[key]
+  if g == nil then
+    g = { type = ctx.type, from = from, to = to, worker = worker, ids = {}, attempts = {},
+      error = '' }
+    groups[#groups + 1] = g
+    ctx.event_index[key] = g
+  end
+  local n = #g.ids + 1
+  g.ids[n] = id
+  g.attempts[n] = attempt
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -452,20 +632,28 @@ local function backoff_ms(n, base, max, jitter)
   return exp + floor(jitter * exp / 4)
 end
 
--- Due time of the earliest member of a scheduled set, or nil when it is empty.
-local function earliest_due(sched)
-  local first = call('ZRANGE', sched, 0, 0, 'WITHSCORES')
+-- Due time of the earliest member of a sorted set, or nil when it is empty.
+local function earliest_score(zset)
+  local first = call('ZRANGE', zset, 0, 0, 'WITHSCORES')
   if first[2] then
     return tonumber_(first[2])
   end
   return nil
 end
 
--- Publishes 'NS|TYPE|due_ms' on baton:wakeup when `due` is earlier than `old_earliest` (the
+-- Publishes 'NS|TYPE|due_ms' on baton:v2:wakeup when `due` is earlier than `old_earliest` (the
 -- earliest due time before the call added anything; nil when the set was empty).
-local function wake_if_earlier(ns, task_type, due, old_earliest)
+local function wake_if_earlier(ctx, due, old_earliest)
   if due and (old_earliest == nil or due < old_earliest) then
-    call('PUBLISH', WAKEUP_CHANNEL, ns .. '|' .. task_type .. '|' .. int_text(due))
+    call('PUBLISH', WAKEUP_CHANNEL, ctx.keys.ns .. '|' .. ctx.type .. '|' .. int_text(due))
+  end
+end
+
+-- Registers the call's task type in baton:v2:{NS}:types; a type new to its namespace is announced
+-- on baton:v2:types ('NS|TYPE'), so batond serves it without a restart or a registration step.
+local function register_type(ctx)
+  if call('SADD', ctx.keys.types, ctx.type) == 1 then
+    call('PUBLISH', TYPES_CHANNEL, ctx.keys.ns .. '|' .. ctx.type)
   end
 end
 
@@ -479,59 +667,117 @@ local function seeded_jitter(seed, i)
 end
 
 ---------------------------------------------------------------------------------------------------
--- Error history (baton:{NS}:errors): a JSON array, appended to as text.
+-- Error history (baton:v2:{NS}:errors): a JSON array, appended to as text.
 
 local function append_error(ctx, id, attempt, kind, message, stack, worker)
   local e = '{"attempt":' .. attempt .. ',"kind":' .. json_string(kind) .. ',"error":' ..
       json_string(message) .. ',"stack":' .. json_string(stack) .. ',"worker":' ..
       json_string(worker) .. ',"at_ms":' .. int_text(ctx.now) .. '}'
-  local old = call('HGET', ctx.errors, id)
+  local old = call('HGET', ctx.keys.errors, id)
   local new
   if old and #old > 2 and sub(old, -1) == ']' then
     new = sub(old, 1, -2) .. ',' .. e .. ']'
   else
     new = '[' .. e .. ']'
   end
-  call('HSET', ctx.errors, id, new)
+  call('HSET', ctx.keys.errors, id, new)
 end
 
 ---------------------------------------------------------------------------------------------------
--- Failing one delivered entry (baton_fail, baton_reclaim, baton_dequeue's malformed path)
+-- The dead-letter queue's caps (dlq_max per type, dlq_retention_s): run after a task died.
 
--- ctx: stream, sched, dead, tasks, bodies, errors, events, maxlen, maxlen_text, group, now, type.
--- f: the entry's fields by name (any may be missing). attempt: the number of the failed attempt.
--- The entry leaves the stream and the group's PEL; the body goes to bodies, the error to errors;
--- the task goes to retry (scheduled set, due after the backoff) or dead (dead-letter queue).
--- Returns 'retry' or 'dead', the due / death time in ms, and the attempt.
-local function fail_entry(ctx, id, sid, f, attempt, kind, message, stack, worker, event_worker,
-                          from, base, max, jitter)
-  if sid ~= '' then
-    call('XACK', ctx.stream, ctx.group, sid)
-    call('XDEL', ctx.stream, sid)
+-- Drops the given dead ids for good: final state 'dropped', event dead -> dropped.
+local function drop_dead(ctx, ids, reason)
+  if #ids == 0 then
+    return
   end
-  call('HSET', ctx.bodies, id, encode_body(f))
+  local records = call_many('HMGET', ctx.keys.tasks, ids)
+  local ended, e = {}, 0
+  for i = 1, #ids do
+    local _, rtype, attempt = nil, ctx.type, 0
+    if records[i] then
+      local s, t, a = parse_record(records[i])
+      if s then
+        rtype, attempt = t, a
+      end
+    end
+    ended[e + 1] = ids[i]
+    ended[e + 2] = 'dropped|' .. rtype .. '|' .. attempt .. '|'
+    e = e + 2
+    emit(ctx, ids[i], 'dead', 'dropped', int_text(attempt), '', '')
+  end
+  call_many('ZREM', ctx.keys.dead, ids)
+  call_many('HDEL', ctx.keys.tasks, ids)
+  call_many('HDEL', ctx.keys.bodies, ids)
+  call_many('HDEL', ctx.keys.errors, ids)
+  mark_final(ctx, ids, ended)
+  if ctx.config.with_events then
+    -- the reason rides on the group's entry: one entry per reason and call
+    local g = ctx.event_index['dead>dropped>']
+    if g then
+      g.error = reason
+    end
+  end
+end
+
+local function cap_dead(ctx)
+  local cutoff = ctx.now - ctx.config.dlq_retention_s * 1000
+  drop_dead(ctx, call('ZRANGE', ctx.keys.dead, '-inf', int_text(cutoff), 'BYSCORE', 'LIMIT', 0,
+    TRIM_BATCH), 'dead-letter retention of ' .. ctx.config.dlq_retention_s .. ' s passed')
+  local over = call('ZCARD', ctx.keys.dead) - ctx.config.dlq_max
+  if over > 0 then
+    if over > TRIM_BATCH then
+      over = TRIM_BATCH
+    end
+    drop_dead(ctx, call('ZRANGE', ctx.keys.dead, 0, over - 1),
+      'dead-letter queue over its cap of ' .. ctx.config.dlq_max .. ' tasks')
+  end
+end
+
+---------------------------------------------------------------------------------------------------
+-- Failing one delivered entry (baton_v2_fail, baton_v2_reclaim, the malformed paths)
+
+-- ctx.keys: stream, scheduled, dead, tasks, bodies, errors, leases, ...; ctx.now set.
+-- groups: the consumer groups to ack the entry in. f: the entry's fields by name (any may be
+-- missing). attempt: the number of the failed attempt. The entry leaves the stream, the PEL and
+-- the leases; the body goes to bodies, the error to errors; the task goes to retry (scheduled set,
+-- due after the backoff) or dead (dead-letter queue).
+-- Returns 'retry' or 'dead', the due / death time in ms, and the attempt.
+local function fail_entry(ctx, id, sid, groups, f, attempt, kind, message, stack, worker,
+                          event_worker, from, base, max, jitter)
+  local k = ctx.keys
+  if sid ~= '' then
+    for g = 1, #groups do
+      call('XACK', k.stream, groups[g], sid)
+    end
+    call('XDEL', k.stream, sid)
+  end
+  call('ZREM', k.leases, id)
+  call('HSET', k.bodies, id, encode_body(f))
   append_error(ctx, id, attempt, kind, message, stack, worker)
   local retry = false
   if kind ~= 'non_retryable' and kind ~= 'malformed' and is_uint(f.max_retry) then
     retry = attempt < 1 + tonumber_(f.max_retry)
   end
+  local attempt_text = int_text(attempt)
   if retry then
     local due = ctx.now + backoff_ms(attempt, base, max, jitter)
-    call('ZADD', ctx.sched, due, id)
-    call('HSET', ctx.tasks, id, make_record('retry', ctx.type, attempt, ''))
-    emit(ctx, id, ctx.type, from, 'retry', attempt, event_worker, message)
+    call('ZADD', k.scheduled, due, id)
+    call('HSET', k.tasks, id, make_record('retry', ctx.type, attempt_text, ''))
+    emit(ctx, id, from, 'retry', attempt_text, event_worker, message)
     return 'retry', due, attempt
   end
-  call('ZADD', ctx.dead, ctx.now, id)
-  call('HSET', ctx.tasks, id, make_record('dead', ctx.type, attempt, ''))
-  emit(ctx, id, ctx.type, from, 'dead', attempt, event_worker, message)
+  call('ZADD', k.dead, ctx.now, id)
+  call('HSET', k.tasks, id, make_record('dead', ctx.type, attempt_text, ''))
+  emit(ctx, id, from, 'dead', attempt_text, event_worker, message)
+  ctx.died = true
   return 'dead', ctx.now, attempt
 end
 
--- Sends a malformed stream entry to the dead-letter queue (baton_dequeue, baton_reclaim).
+-- Sends a malformed stream entry to the dead-letter queue (baton_v2_dequeue, baton_v2_reclaim).
 -- rec: the task record of the entry's id (or false). The task id is the entry's id when valid and
 -- not owned by another live copy, else 'malformed-SID'. Returns the id used.
-local function bury_malformed(ctx, sid, fv, rec, reason, worker, event_worker)
+local function bury_malformed(ctx, sid, groups, fv, rec, reason, worker, event_worker)
   local id = raw_entry_id(fv)
   if id and rec then
     local _, _, _, rsid = parse_record(rec)
@@ -547,20 +793,44 @@ local function bury_malformed(ctx, sid, fv, rec, reason, worker, event_worker)
   if is_uint(f.attempt) then
     attempt = tonumber_(f.attempt) + 1
   end
-  fail_entry(ctx, id, sid, f, attempt, 'malformed', reason, '', worker, event_worker, 'queued',
-    0, 0, 0)
+  fail_entry(ctx, id, sid, groups, f, attempt, 'malformed', reason, '', worker, event_worker,
+    'queued', 0, 0, 0)
   return id
 end
 
 -- Drops a stale copy: an entry whose task record points at another SID or state.
-local function drop_stale(ctx, id, sid, attempt, worker)
-  call('XACK', ctx.stream, ctx.group, sid)
-  call('XDEL', ctx.stream, sid)
-  emit(ctx, id, ctx.type, 'queued', 'deleted', attempt, worker, 'stale copy ' .. sid)
+local function drop_stale(ctx, id, sid, groups, attempt, worker)
+  for g = 1, #groups do
+    call('XACK', ctx.keys.stream, groups[g], sid)
+  end
+  call('XDEL', ctx.keys.stream, sid)
+  emit(ctx, id, 'queued', 'deleted', attempt, worker, 'stale copy ' .. sid)
 end
 
--- Common context of the functions that use fail_entry.
-local function events_ctx(events, maxlen_text)
-  local maxlen = int_arg(maxlen_text, 'events_maxlen', 0)
-  return { events = events, maxlen = maxlen, maxlen_text = maxlen_text }
+-- The names of every consumer group of a stream ({} when it has none or does not exist).
+local function group_names(stream)
+  local groups = pcall_redis('XINFO', 'GROUPS', stream)
+  local names = {}
+  if type_(groups) == 'table' and not groups.err then
+    for g = 1, #groups do
+      local info = groups[g]
+      for j = 1, #info - 1, 2 do
+        if info[j] == 'name' then
+          names[#names + 1] = info[j + 1]
+        end
+      end
+    end
+  end
+  return names
+end
+
+-- The consumer holding `sid` in any of `groups` (and that group), or nil.
+local function holder_of(stream, groups, sid)
+  for g = 1, #groups do
+    local p = call('XPENDING', stream, groups[g], sid, sid, 1)
+    if p[1] then
+      return p[1][2], groups[g]
+    end
+  end
+  return nil
 end

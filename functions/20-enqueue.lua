@@ -1,50 +1,38 @@
 
 --[[
-baton_enqueue: adds N tasks of one (NS, TYPE). Immediate ones go to the work stream, delayed ones
-to the scheduled set. Every task is validated before anything is written.
-  KEYS[1]  baton:{NS}:stream:TYPE
-  KEYS[2]  baton:{NS}:scheduled:TYPE
-  KEYS[3]  baton:{NS}:tasks
-  KEYS[4]  baton:{NS}:bodies
-  KEYS[5]  baton:{NS}:events
-  KEYS[6]  baton:{NS}:types
-  then per task i = 1..N:
-  KEYS[5+2i]  baton:{NS}:done:ID_i
-  KEYS[6+2i]  baton:{NS}:unique:KEY_i (or baton:{NS}:unique: when the task has none; untouched)
-  ARGV[1]  TYPE
-  ARGV[2]  events MAXLEN (entries; 0 = no events)
-  ARGV[3]  N
+baton_v2_enqueue: adds N tasks of one (NS, TYPE). Immediate ones go to the work stream, delayed
+ones to the scheduled set. Every task is validated before anything is written.
+  KEYS[1]  baton:v2:{NS}:stream:TYPE
+  KEYS[2]  baton:v2:{NS}:scheduled:TYPE
+  KEYS[3]  baton:v2:{NS}:tasks
+  KEYS[4]  baton:v2:{NS}:bodies
+  KEYS[5]  baton:v2:{NS}:events
+  KEYS[6]  baton:v2:{NS}:types
+  KEYS[7]  baton:v2:{NS}:done
+  KEYS[8]  baton:v2:{NS}:ended
+  KEYS[9]  baton:v2:{NS}:config
+  then, for each task that has a unique key, in task order: baton:v2:{NS}:unique:KEY
+  ARGV[1]  N
   then 10 values per task:
     id; payload (JSON object text, <= 524288 bytes); max_retry (0..25); delay_seconds
     (0..31536000); created_at (Unix s); execution_timeout (s, 1..86400, or empty); extra (JSON
     object text or empty); run_at_ms (Unix ms; 0 = server now + delay_seconds * 1000);
     unique_key (empty = none); unique_ttl_s (s, >= 1; ignored without unique_key)
   Returns: N pairs {status, detail}: {'queued', SID}, {'scheduled', due_ms (integer)},
-    {'duplicate', current_state} (live, or finished within the retention: nothing written),
+    {'duplicate', current_state} (live, or final within the retention: nothing written),
     {'unique_conflict', holder_id}.
   Errors: BATON_INVALID <field>: <rule> (nothing written).
-  Events: new -> queued, new -> scheduled (attempt 0).
-  Publishes 'NS|TYPE|due_ms' on baton:wakeup when a scheduled task becomes the earliest of its set.
+  Events: new -> queued, new -> scheduled (attempt 0; one entry per call and target state).
+  Publishes 'NS|TYPE|due_ms' on baton:v2:wakeup when a scheduled task becomes the earliest of its
+  set, and 'NS|TYPE' on baton:v2:types when TYPE is new to the namespace.
 ]]
-register('baton_enqueue', function(keys, args)
-  local stream, sched, tasks, bodies, events, types =
-    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
-  local task_type, maxlen_text, n_text = args[1], args[2], args[3]
-
-  if task_type == nil or not is_name(task_type) then
-    invalid('task_type', 'must match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$')
-  end
-  local ctx = events_ctx(events, maxlen_text)
-  local n = int_arg(n_text, 'N', 0)
-  if #keys ~= 6 + 2 * n then
-    invalid('KEYS', 'expected 6 + 2N = ' .. (6 + 2 * n) .. ' keys, got ' .. #keys)
-  end
-  if #args ~= 3 + 10 * n then
-    invalid('ARGV', 'expected 3 + 10N = ' .. (3 + 10 * n) .. ' values, got ' .. #args)
-  end
-  if key_type(stream, 'stream', 1) ~= task_type then
-    invalid('KEYS[1]', 'must be the stream of task type ' .. task_type)
-  end
+local ENQUEUE_KEYS = { 'stream', 'scheduled', 'tasks', 'bodies', 'events', 'types', 'done',
+  'ended', 'config' }
+register('baton_v2_enqueue', function(keys, args)
+  local k = bind_keys(keys, ENQUEUE_KEYS)
+  local n = int_arg(args[1], 'N', 0)
+  argc(args, 1 + 10 * n, '1 + 10N')
+  local task_type = k.type
   local now = now_ms()
 
   -- Validate everything first. The common values take a table lookup or a string compare; the
@@ -57,9 +45,10 @@ register('baton_enqueue', function(keys, args)
   end
   local due = {} -- due time of each delayed task (nil: immediate)
   local ids = {}
-  local done_keys = {}
+  local unique_keys = {} -- task index -> its lock key (KEYS)
+  local next_unique = 10
   local created_ok = {} -- created_at texts already checked (a batch mostly shares one)
-  local b = 3
+  local b = 1
   for i = 1, n do
     local id, payload, delay, created = args[b + 1], args[b + 2], args[b + 4], args[b + 5]
     if #id > 128 or not find(id, ID_PATTERN) then
@@ -96,6 +85,12 @@ register('baton_enqueue', function(keys, args)
     end
     if args[b + 9] ~= '' then
       int_arg(args[b + 10], label(i, 'unique_ttl_s'), 1)
+      local want = unique_key_name(k, args[b + 9])
+      if keys[next_unique] ~= want then
+        invalid('KEYS[' .. next_unique .. ']', 'must be ' .. want)
+      end
+      unique_keys[i] = want
+      next_unique = next_unique + 1
     end
     if run_at > 0 then
       if run_at > now then
@@ -105,35 +100,58 @@ register('baton_enqueue', function(keys, args)
       due[i] = now + delay_s * 1000
     end
     ids[i] = id
-    done_keys[i] = keys[5 + 2 * i]
     b = b + 10
   end
+  if #keys ~= next_unique - 1 then
+    invalid('KEYS', 'expected 9 + ' .. (next_unique - 10) .. ' keys (one per unique key), got ' ..
+      #keys)
+  end
 
-  -- Duplicates: live records and done markers, one command each for the whole batch.
-  local records = call_many('HMGET', tasks, ids)
-  local markers = mget(done_keys)
-
+  local ctx = new_ctx(k)
   ctx.now = now
-  local with_events = ctx.maxlen ~= 0
+  -- Duplicates: live records, then the final states of the others, one command each per batch.
+  local records = call_many('HMGET', k.tasks, ids)
+  local finals = nil
+  local unknown, u = {}, 0
+  for i = 1, n do
+    if not records[i] then
+      u = u + 1
+      unknown[u] = ids[i]
+    end
+  end
+  if u > 0 then
+    local states = final_states(ctx, unknown)
+    finals, u = {}, 0
+    for i = 1, n do
+      if not records[i] then
+        u = u + 1
+        finals[i] = states[u]
+      end
+    end
+  end
+
+  local stream = k.stream
+  local with_events = ctx.config.with_events
   local queued_prefix = 'queued|' .. task_type .. '|0|'
   local scheduled_record = 'scheduled|' .. task_type .. '|0|'
   local out = {}
   local new_records, r = {}, 0
+  local queued_ids, q = {}, 0
   local seen = {} -- id -> state given earlier in this batch
   local old_earliest, looked, min_due = nil, false, nil
-  b = 3
+  b = 1
   for i = 1, n do
     local id = ids[i]
     if seen[id] then
       out[i] = { 'duplicate', seen[id] }
     elseif records[i] then
       out[i] = { 'duplicate', record_state(records[i]) }
-    elseif markers[i] then
-      out[i] = { 'duplicate', marker_state(markers[i]) }
+    elseif finals and finals[i] then
+      out[i] = { 'duplicate', finals[i] }
     else
       local holder = nil
-      if args[b + 9] ~= '' then
-        local unique_key = keys[6 + 2 * i]
+      local unique_key = unique_keys[i]
+      if unique_key then
         if not call('SET', unique_key, id, 'NX', 'EX', args[b + 10]) then
           holder = call('GET', unique_key) or ''
         end
@@ -148,26 +166,23 @@ register('baton_enqueue', function(keys, args)
         new_records[r + 1] = id
         new_records[r + 2] = queued_prefix .. sid
         r = r + 2
-        if with_events then -- emit(), inlined on the hot path
-          call('XADD', events, '*', 'id', id, 'type', task_type, 'from', 'new', 'to', 'queued',
-            'attempt', '0', 'worker', '', 'error', '')
-          trim_ctx = ctx
-        end
+        q = q + 1
+        queued_ids[q] = id
         seen[id] = 'queued'
         out[i] = { 'queued', sid }
       else
         if not looked then
-          old_earliest, looked = earliest_due(sched), true
+          old_earliest, looked = earliest_score(k.scheduled), true
         end
-        call('ZADD', sched, due_i, id)
-        call('HSET', bodies, id, encode({
+        call('ZADD', k.scheduled, due_i, id)
+        call('HSET', k.bodies, id, encode({
           payload = args[b + 2], max_retry = args[b + 3], delay_seconds = args[b + 4],
           created_at = args[b + 5], execution_timeout = args[b + 6], extra = args[b + 7],
         }))
         new_records[r + 1] = id
         new_records[r + 2] = scheduled_record
         r = r + 2
-        emit(ctx, id, task_type, 'new', 'scheduled', '0', '', '')
+        emit(ctx, id, 'new', 'scheduled', '0', '', '')
         if min_due == nil or due_i < min_due then
           min_due = due_i
         end
@@ -178,9 +193,19 @@ register('baton_enqueue', function(keys, args)
     b = b + 10
   end
   if r > 0 then
-    call_many('HSET', tasks, new_records)
-    call('SADD', types, task_type)
+    call_many('HSET', k.tasks, new_records)
+    register_type(ctx)
   end
-  wake_if_earlier(key_namespace(tasks), task_type, min_due, old_earliest)
+  if q > 0 and with_events then
+    -- emit() for every queued task at once: one entry, attempts all 0
+    local zeros = {}
+    for j = 1, q do
+      zeros[j] = '0'
+    end
+    event_ctx = ctx
+    ctx.event_groups[#ctx.event_groups + 1] = { type = task_type, from = 'new', to = 'queued',
+      worker = '', ids = queued_ids, attempts = zeros, error = '' }
+  end
+  wake_if_earlier(ctx, min_due, old_earliest)
   return out
 end)

@@ -1,39 +1,52 @@
 
 --[[
-baton_dequeue: delivers up to `count` new entries of one work stream to one consumer, checking each.
-  KEYS[1]  baton:{NS}:stream:TYPE
-  KEYS[2]  baton:{NS}:tasks
-  KEYS[3]  baton:{NS}:events
-  KEYS[4]  baton:{NS}:bodies
-  KEYS[5]  baton:{NS}:errors
-  KEYS[6]  baton:{NS}:dead:TYPE
+baton_v2_dequeue: delivers up to `count` new entries of one work stream to one consumer, checking
+each, and leases every delivered task to that consumer until now + lease_ms (server clock).
+  KEYS[1]  baton:v2:{NS}:stream:TYPE
+  KEYS[2]  baton:v2:{NS}:leases:TYPE
+  KEYS[3]  baton:v2:{NS}:tasks
+  KEYS[4]  baton:v2:{NS}:bodies
+  KEYS[5]  baton:v2:{NS}:errors
+  KEYS[6]  baton:v2:{NS}:dead:TYPE
+  KEYS[7]  baton:v2:{NS}:events
+  KEYS[8]  baton:v2:{NS}:done
+  KEYS[9]  baton:v2:{NS}:ended
+  KEYS[10] baton:v2:{NS}:config
   ARGV[1]  group (consumer group; created at id 0 when missing, so it sees the whole backlog)
   ARGV[2]  consumer
-  ARGV[3]  count (entries, >= 1)
-  ARGV[4]  events MAXLEN (entries; 0 = no events)
-  Returns: {entries, last_id}. entries is flat, 9 values per delivered task: SID, id, payload,
-    max_retry, delay_seconds, created_at, execution_timeout, extra, attempt (attempts made before
-    this delivery). When nothing was delivered, last_id is an id to block after with
-    XREAD BLOCK ms STREAMS stream last_id: the stream's last entry (or 0-0) when nothing was read,
-    or the last entry read when every entry read was dropped. Otherwise last_id is "".
+  ARGV[3]  count (entries, 1..1000)
+  ARGV[4]  lease_ms (1000..86400000; 0 = the namespace's lease_ms setting)
+  Returns: {entries, last_id, lease_deadline_ms}. entries is flat, 9 values per delivered task:
+    SID, id, payload, max_retry, delay_seconds, created_at, execution_timeout, extra, attempt
+    (attempts made before this delivery). When nothing was delivered, last_id is an id to block
+    after with XREAD BLOCK ms STREAMS stream last_id: the stream's last entry (or 0-0) when nothing
+    was read, or the last entry read when every entry read was dropped; otherwise last_id is "".
+    lease_deadline_ms: when the leases of the delivered tasks end unless baton_v2_extend moves them.
   Checks per entry: the eight fields present, integer fields integers, a valid id, and a task
-  record queued at this SID. A malformed entry (or one no baton_enqueue wrote) is acked, deleted
-  and put in the dead-letter queue with kind 'malformed' and the reason, under its id or
+  record queued at this SID. A malformed entry (or one no baton_v2_enqueue wrote) is acked,
+  deleted and put in the dead-letter queue with kind 'malformed' and the reason, under its id or
   'malformed-SID'. An entry whose record points at another SID is a stale copy: acked, deleted.
   Errors: BATON_INVALID <field>: <rule>.
-  Events: queued -> active (attempt = entry attempt + 1, worker = consumer); queued -> dead for
-    malformed entries; queued -> deleted for stale copies.
+  Events: queued -> active (one entry; attempt = entry attempt + 1, worker = consumer);
+    queued -> dead for malformed entries; queued -> deleted for stale copies.
 ]]
-register('baton_dequeue', function(keys, args)
-  local stream, tasks, events, bodies, errors, dead =
-    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
-  local group, consumer, count_text, maxlen_text = args[1], args[2], args[3], args[4]
-
+local DEQUEUE_KEYS = { 'stream', 'leases', 'tasks', 'bodies', 'errors', 'dead', 'events', 'done',
+  'ended', 'config' }
+register('baton_v2_dequeue', function(keys, args)
+  local k = bind_keys(keys, DEQUEUE_KEYS)
+  if #keys ~= #DEQUEUE_KEYS then
+    invalid('KEYS', 'expected ' .. #DEQUEUE_KEYS .. ' keys, got ' .. #keys)
+  end
+  argc(args, 4, 'group, consumer, count, lease_ms')
+  local group, consumer, count_text, lease_text = args[1], args[2], args[3], args[4]
   nonempty_arg(group, 'group')
   nonempty_arg(consumer, 'consumer')
-  int_arg(count_text, 'count', 1)
-  local ctx = events_ctx(events, maxlen_text)
-  local task_type = key_type(stream, 'stream', 1)
+  int_arg(count_text, 'count', 1, 1000)
+  local lease_ms = 0
+  if lease_text ~= '0' then
+    lease_ms = int_arg(lease_text, 'lease_ms', 1000, 86400000)
+  end
+  local stream = k.stream
 
   local read = pcall_redis('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count_text,
     'STREAMS', stream, '>')
@@ -48,9 +61,9 @@ register('baton_dequeue', function(keys, args)
   if not read then
     local last = call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
     if last[1] then
-      return { {}, last[1][1] }
+      return { {}, last[1][1], 0 }
     end
-    return { {}, '0-0' }
+    return { {}, '0-0', 0 }
   end
 
   local list = read[1][2]
@@ -93,13 +106,19 @@ register('baton_dequeue', function(keys, args)
       end
     end
   end
-  local records = call_many('HMGET', tasks, lookup_ids)
+  local records = call_many('HMGET', k.tasks, lookup_ids)
 
-  ctx.stream, ctx.tasks, ctx.bodies, ctx.errors, ctx.dead = stream, tasks, bodies, errors, dead
-  ctx.group, ctx.type, ctx.now = group, task_type, nil
-  local expected_prefix = 'queued|' .. task_type .. '|'
-  local with_events = ctx.maxlen ~= 0
-  local out, k = {}, 0
+  local ctx = new_ctx(k)
+  ctx.now = now_ms()
+  if lease_ms == 0 then
+    lease_ms = ctx.config.lease_ms
+  end
+  local deadline = ctx.now + lease_ms
+  local deadline_text = int_text(deadline)
+  local groups = { group }
+  local expected_prefix = 'queued|' .. k.type .. '|'
+  local out, o = {}, 0
+  local leases, l = {}, 0
   for i = 1, n do
     local sid = list[i][1]
     local v = checked[i]
@@ -119,35 +138,37 @@ register('baton_dequeue', function(keys, args)
       end
     end
     if deliver then
-      out[k + 1] = sid
-      out[k + 2] = v[2]
-      out[k + 3] = v[4]
-      out[k + 4] = v[6]
-      out[k + 5] = v[8]
-      out[k + 6] = v[10]
-      out[k + 7] = v[12]
-      out[k + 8] = v[14]
-      out[k + 9] = v[16]
-      k = k + 9
-      if with_events then -- emit(), inlined on the hot path
-        call('XADD', events, '*', 'id', v[2], 'type', task_type, 'from', 'queued', 'to', 'active',
-          'attempt', NEXT_TEXT[v[16]] or int_text(tonumber_(v[16]) + 1), 'worker', consumer,
-          'error', '')
-        trim_ctx = ctx
-      end
+      out[o + 1] = sid
+      out[o + 2] = v[2]
+      out[o + 3] = v[4]
+      out[o + 4] = v[6]
+      out[o + 5] = v[8]
+      out[o + 6] = v[10]
+      out[o + 7] = v[12]
+      out[o + 8] = v[14]
+      out[o + 9] = v[16]
+      o = o + 9
+      leases[l + 1] = deadline_text
+      leases[l + 2] = v[2]
+      l = l + 2
+      emit(ctx, v[2], 'queued', 'active', NEXT_TEXT[v[16]] or int_text(tonumber_(v[16]) + 1),
+        consumer, '')
     elseif v and rec then
-      drop_stale(ctx, v[2], sid, v[16], consumer)
+      drop_stale(ctx, v[2], sid, groups, v[16], consumer)
     else
-      if ctx.now == nil then
-        ctx.now = now_ms()
-      end
       local reason = reasons[i] or no_record_reason(v[2])
-      bury_malformed(ctx, sid, list[i][2], rec, 'malformed stream entry ' .. sid .. ': ' .. reason,
-        consumer, consumer)
+      bury_malformed(ctx, sid, groups, list[i][2], rec,
+        'malformed stream entry ' .. sid .. ': ' .. reason, consumer, consumer)
     end
   end
-  if k == 0 then
-    return { out, list[n][1] }
+  if l > 0 then
+    call_many('ZADD', k.leases, leases)
   end
-  return { out, '' }
+  if ctx.died then
+    cap_dead(ctx)
+  end
+  if o == 0 then
+    return { out, list[n][1], 0 }
+  end
+  return { out, '', deadline }
 end)

@@ -1,63 +1,62 @@
 
 --[[
-baton_fail: records a failed attempt; the task goes to retry with backoff or to the dead-letter
+baton_v2_fail: records a failed attempt; the task goes to retry with backoff or to the dead-letter
 queue.
-  KEYS[1]  baton:{NS}:stream:TYPE
-  KEYS[2]  baton:{NS}:scheduled:TYPE
-  KEYS[3]  baton:{NS}:dead:TYPE
-  KEYS[4]  baton:{NS}:tasks
-  KEYS[5]  baton:{NS}:bodies
-  KEYS[6]  baton:{NS}:errors
-  KEYS[7]  baton:{NS}:events
+  KEYS[1]  baton:v2:{NS}:stream:TYPE
+  KEYS[2]  baton:v2:{NS}:scheduled:TYPE
+  KEYS[3]  baton:v2:{NS}:leases:TYPE
+  KEYS[4]  baton:v2:{NS}:dead:TYPE
+  KEYS[5]  baton:v2:{NS}:tasks
+  KEYS[6]  baton:v2:{NS}:bodies
+  KEYS[7]  baton:v2:{NS}:errors
+  KEYS[8]  baton:v2:{NS}:events
+  KEYS[9]  baton:v2:{NS}:done
+  KEYS[10] baton:v2:{NS}:ended
+  KEYS[11] baton:v2:{NS}:config
   ARGV[1]  group
-  ARGV[2]  id
-  ARGV[3]  SID (the stream entry the worker ran)
-  ARGV[4]  consumer
+  ARGV[2]  consumer
+  ARGV[3]  id
+  ARGV[4]  SID (the stream entry the worker ran)
   ARGV[5]  kind: error | timeout | non_retryable | malformed
   ARGV[6]  error message
   ARGV[7]  stack (may be empty)
   ARGV[8]  base_ms (retry backoff base, ms)
   ARGV[9]  max_ms (retry backoff cap, ms)
   ARGV[10] jitter, a number in [0, 1)
-  ARGV[11] events MAXLEN (entries; 0 = no events)
-  The entry leaves the stream and the PEL; the body goes to bodies and the attempt is appended to
-  errors. non_retryable and malformed go to the dead-letter queue at once; otherwise the task
-  retries (due = now + backoff) until it has run 1 + max_retry times.
+  The entry leaves the stream, the PEL and the leases; the body goes to bodies and the attempt is
+  appended to errors. non_retryable and malformed go to the dead-letter queue at once; otherwise
+  the task retries (due = now + backoff) until it has run 1 + max_retry times. A death applies the
+  dead-letter caps (dlq_max, dlq_retention_s).
   Returns: {'retry', due_ms, attempt}, {'dead', at_ms, attempt}, or {'stale', '', 0} when the
     entry is no longer this worker's (the lease expired and the task was taken back).
   Errors: BATON_INVALID <field>: <rule>.
-  Events: active -> retry or active -> dead, with the error (worker = consumer).
-  Publishes 'NS|TYPE|due_ms' on baton:wakeup when the retry becomes the earliest scheduled task.
+  Events: active -> retry or active -> dead, with the error (worker = consumer); dead -> dropped
+    when a cap drops old dead tasks.
+  Publishes 'NS|TYPE|due_ms' on baton:v2:wakeup when the retry becomes the earliest scheduled task.
 ]]
 local FAIL_KINDS = { error = true, timeout = true, non_retryable = true, malformed = true }
-
-register('baton_fail', function(keys, args)
-  local stream, sched, dead, tasks, bodies, errors, events =
-    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7]
-  local group, id, sid, consumer, kind, message, stack =
+local FAIL_KEYS = { 'stream', 'scheduled', 'leases', 'dead', 'tasks', 'bodies', 'errors',
+  'events', 'done', 'ended', 'config' }
+register('baton_v2_fail', function(keys, args)
+  local k = bind_keys(keys, FAIL_KEYS)
+  if #keys ~= #FAIL_KEYS then
+    invalid('KEYS', 'expected ' .. #FAIL_KEYS .. ' keys, got ' .. #keys)
+  end
+  argc(args, 10, 'group, consumer, id, SID, kind, error, stack, base_ms, max_ms, jitter')
+  local group, consumer, id, sid, kind, message, stack =
     args[1], args[2], args[3], args[4], args[5], args[6], args[7]
-  local base_text, max_text, jitter_text, maxlen_text = args[8], args[9], args[10], args[11]
-
   nonempty_arg(group, 'group')
+  nonempty_arg(consumer, 'consumer')
   id_arg(id, 'id')
   stream_id_arg(sid, 'SID')
-  nonempty_arg(consumer, 'consumer')
-  if kind == nil or not FAIL_KINDS[kind] then
+  if not FAIL_KINDS[kind] then
     invalid('kind', 'must be one of error, timeout, non_retryable, malformed')
   end
-  if message == nil then
-    invalid('error', 'is required')
-  end
-  if stack == nil then
-    invalid('stack', 'is required (may be empty)')
-  end
-  local base = int_arg(base_text, 'base_ms', 0)
-  local max = int_arg(max_text, 'max_ms', 0)
-  local jitter = jitter_arg(jitter_text, 'jitter')
-  local ctx = events_ctx(events, maxlen_text)
-  local task_type = key_type(stream, 'stream', 1)
+  local base = int_arg(args[8], 'base_ms', 0)
+  local max = int_arg(args[9], 'max_ms', 0)
+  local jitter = jitter_arg(args[10], 'jitter')
 
-  local rec = call('HGET', tasks, id)
+  local rec = call('HGET', k.tasks, id)
   local state, rtype, attempt, rsid
   if rec then
     state, rtype, attempt, rsid = parse_record(rec)
@@ -65,25 +64,25 @@ register('baton_fail', function(keys, args)
   if state ~= 'queued' or rsid ~= sid then
     return { 'stale', '', 0 }
   end
-  if rtype ~= task_type then
+  if rtype ~= k.type then
     invalid('KEYS[1]', 'task ' .. id .. ' has type ' .. rtype)
   end
-
-  local entry = call('XRANGE', stream, sid, sid)
+  local entry = call('XRANGE', k.stream, sid, sid)
   local f = {}
   if entry[1] then
     f = fields_by_name(entry[1][2])
   else
     message = message .. ' (stream entry ' .. sid .. ' was missing: body lost)'
   end
-  ctx.stream, ctx.sched, ctx.dead, ctx.tasks, ctx.bodies, ctx.errors =
-    stream, sched, dead, tasks, bodies, errors
-  ctx.group, ctx.type, ctx.now = group, task_type, now_ms()
-  local old_earliest = earliest_due(sched)
-  local outcome, at, n = fail_entry(ctx, id, sid, f, attempt + 1, kind, message, stack, consumer,
-    consumer, 'active', base, max, jitter)
+  local ctx = new_ctx(k)
+  ctx.now = now_ms()
+  local old_earliest = earliest_score(k.scheduled)
+  local outcome, at, n = fail_entry(ctx, id, sid, { group }, f, attempt + 1, kind, message, stack,
+    consumer, consumer, 'active', base, max, jitter)
   if outcome == 'retry' then
-    wake_if_earlier(key_namespace(tasks), task_type, at, old_earliest)
+    wake_if_earlier(ctx, at, old_earliest)
+  else
+    cap_dead(ctx)
   end
   return { outcome, at, n }
 end)

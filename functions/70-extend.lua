@@ -1,62 +1,81 @@
 
 --[[
-baton_extend: heartbeat. Resets the idle time (the lease) of the entries this consumer still holds.
-  KEYS[1]  baton:{NS}:stream:TYPE
+baton_v2_extend: heartbeat. Moves the lease deadline of the tasks this consumer still holds to
+now + lease_ms (server clock).
+  KEYS[1]  baton:v2:{NS}:stream:TYPE
+  KEYS[2]  baton:v2:{NS}:leases:TYPE
+  KEYS[3]  baton:v2:{NS}:tasks
+  KEYS[4]  baton:v2:{NS}:config
   ARGV[1]  group
   ARGV[2]  consumer
-  ARGV[3..] SIDs the consumer is working on
+  ARGV[3]  lease_ms (1000..86400000; 0 = the namespace's lease_ms setting)
+  ARGV[4..] pairs: id, SID of each task the consumer is running
+  A task is held when its record is queued at that SID, it has a lease, and the entry is pending
+  for this consumer in the group. A lease whose deadline passed but that nobody reclaimed yet is
+  still held (the worker is alive: it keeps its task).
   Returns: the SIDs still held, in argument order; a SID missing from the answer was taken back
-    (or deleted from the stream): stop working on it. Entries held by another consumer are never
-    taken over.
+    (or finished elsewhere): stop working on it. Entries held by another consumer are never taken.
   Errors: BATON_INVALID <field>: <rule>.
   Events: none.
 ]]
-register('baton_extend', function(keys, args)
-  local stream = keys[1]
-  local group, consumer = args[1], args[2]
-
+local EXTEND_KEYS = { 'stream', 'leases', 'tasks', 'config' }
+register('baton_v2_extend', function(keys, args)
+  local k = bind_keys(keys, EXTEND_KEYS)
+  if #keys ~= #EXTEND_KEYS then
+    invalid('KEYS', 'expected ' .. #EXTEND_KEYS .. ' keys, got ' .. #keys)
+  end
+  local group, consumer, lease_text = args[1], args[2], args[3]
   nonempty_arg(group, 'group')
   nonempty_arg(consumer, 'consumer')
-  for i = 3, #args do
-    stream_id_arg(args[i], 'SID')
+  local lease_ms = 0
+  if lease_text ~= '0' then
+    lease_ms = int_arg(lease_text, 'lease_ms', 1000, 86400000)
   end
-  local held, k = {}, 0
-  for i = 3, #args do
-    local sid = args[i]
-    local p = pcall_redis('XPENDING', stream, group, sid, sid, 1, consumer)
-    if type_(p) == 'table' and p.err then
-      if find(p.err, 'NOGROUP', 1, true) then
-        return {}
-      end
-      return p
-    end
-    if p[1] then
-      k = k + 1
-      held[k] = sid
-    end
+  if #args < 3 or (#args - 3) % 2 ~= 0 then
+    invalid('ARGV', 'expected group, consumer, lease_ms, then id, SID pairs')
   end
-  if k == 0 then
+  local n = (#args - 3) / 2
+  local ids, sids = {}, {}
+  for i = 1, n do
+    ids[i] = id_arg(args[2 + 2 * i], 'id')
+    sids[i] = stream_id_arg(args[3 + 2 * i], 'SID')
+  end
+  if n == 0 then
     return {}
   end
-  -- XCLAIM to the same consumer with min-idle 0 resets the idle time; JUSTID keeps the delivery
-  -- count. Entries deleted from the stream are dropped from the PEL and left out of the reply.
-  local out, o = {}, 0
-  for s = 1, k, CHUNK do
-    local e = s + CHUNK - 1
-    if e > k then
-      e = k
-    end
-    local argv, a = { stream, group, consumer, 0 }, 4
-    for j = s, e do
-      a = a + 1
-      argv[a] = held[j]
-    end
-    argv[a + 1] = 'JUSTID'
-    local r = call('XCLAIM', unpack_(argv))
-    for j = 1, #r do
-      o = o + 1
-      out[o] = r[j]
+  local records = call_many('HMGET', k.tasks, ids)
+  local scores = call_many('ZMSCORE', k.leases, ids)
+  local prefix = 'queued|' .. k.type .. '|'
+  local held, h = {}, 0
+  local lease_args, a = {}, 0
+  local deadline_text = nil
+  for i = 1, n do
+    local rec, sid = records[i], sids[i]
+    if rec and scores[i] and sub(rec, 1, #prefix) == prefix and sub(rec, -#sid - 1) == '|' .. sid then
+      local p = pcall_redis('XPENDING', k.stream, group, sid, sid, 1, consumer)
+      if type_(p) == 'table' and p.err then
+        if find(p.err, 'NOGROUP', 1, true) then
+          return {}
+        end
+        return p
+      end
+      if p[1] then
+        if deadline_text == nil then
+          if lease_ms == 0 then
+            lease_ms = read_config(k.config).lease_ms
+          end
+          deadline_text = int_text(now_ms() + lease_ms)
+        end
+        h = h + 1
+        held[h] = sid
+        lease_args[a + 1] = deadline_text
+        lease_args[a + 2] = ids[i]
+        a = a + 2
+      end
     end
   end
-  return out
+  if a > 0 then
+    call_many2('ZADD', k.leases, 'XX', lease_args)
+  end
+  return held
 end)

@@ -4,8 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "broker/functions.h"
 #include "broker/task_codec.h"
-#include "core/keys.h"
 
 namespace baton::internal {
 
@@ -33,38 +33,19 @@ std::vector<EnqueueCall> PlanEnqueueCalls(std::span<const EnqueueItem> items,
 }
 
 std::vector<std::string> BuildEnqueueCommand(const EnqueueCall& call,
-                                             std::span<const EnqueueItem> items,
-                                             std::size_t events_maxlen) {
-  const Keys keys(call.ns);
-  const std::size_t n = call.items.size();
-  std::vector<std::string> argv;
-  argv.reserve(3 + 6 + 2 * n + 3 + 10 * n);
-  argv.push_back("FCALL");
-  argv.push_back("baton_enqueue");
-  argv.push_back(std::to_string(6 + 2 * n));
-  argv.push_back(keys.Stream(call.task_type));
-  argv.push_back(keys.Scheduled(call.task_type));
-  argv.push_back(keys.Tasks());
-  argv.push_back(keys.Bodies());
-  argv.push_back(keys.Events());
-  argv.push_back(keys.Types());
+                                             std::span<const EnqueueItem> items) {
+  std::vector<std::string> unique_keys;
+  std::vector<std::string> per_task;
+  per_task.reserve(10 * call.items.size());
   for (std::size_t index : call.items) {
     const EnqueueItem& item = items[index];
-    argv.push_back(keys.Done(item.task.task_id));
-    // Without a unique key the slot still needs a key of this namespace; it is never touched.
-    argv.push_back(keys.Unique(item.unique_key));
-  }
-  argv.push_back(call.task_type);
-  argv.push_back(std::to_string(events_maxlen));
-  argv.push_back(std::to_string(n));
-  for (std::size_t index : call.items) {
-    const EnqueueItem& item = items[index];
+    if (!item.unique_key.empty()) unique_keys.push_back(item.unique_key);
     for (std::string& value :
          EncodeEnqueueArgs(item.task, item.run_at_ms, item.unique_key, item.unique_ttl_s)) {
-      argv.push_back(std::move(value));
+      per_task.push_back(std::move(value));
     }
   }
-  return argv;
+  return fn::Enqueue(call.ns, call.task_type, call.items.size(), unique_keys, std::move(per_task));
 }
 
 Status ReadEnqueueReply(const Reply& reply, const EnqueueCall& call,

@@ -1,5 +1,5 @@
 #pragma once
-// Batching of baton_enqueue calls (docs/protocol.md "baton_enqueue"): tasks are grouped by
+// Batching of baton_v2_enqueue calls (docs/protocol.md "baton_enqueue"): tasks are grouped by
 // (namespace, task_type), since one call touches one stream, and each group is cut into calls of
 // at most kMaxTasksPerEnqueueCall tasks so that no single call holds Redis for long.
 #include <cstddef>
@@ -37,10 +37,9 @@ struct EnqueueCall {
 std::vector<EnqueueCall> PlanEnqueueCalls(std::span<const EnqueueItem> items,
                                           std::size_t max_per_call = kMaxTasksPerEnqueueCall);
 
-// The full FCALL baton_enqueue command of one call (keys and ARGV as docs/protocol.md lists them).
+// The full FCALL baton_v2_enqueue command of one call (fn::Enqueue).
 std::vector<std::string> BuildEnqueueCommand(const EnqueueCall& call,
-                                             std::span<const EnqueueItem> items,
-                                             std::size_t events_maxlen);
+                                             std::span<const EnqueueItem> items);
 
 // Reads the reply of one call into (*results)[call.items[i]] (results sized like items). An error
 // reply becomes its Status (BATON_INVALID -> kInvalidArgument, ...); a reply of another shape is

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "broker/functions.h"
+
 namespace baton::internal {
 namespace {
 
@@ -11,16 +13,16 @@ const char kLibrarySource[] =
 
 // The loaded version, "none" when the function does not exist.
 StatusOr<std::string> LoadedVersion(RedisConnection& connection) {
-  StatusOr<Reply> reply = connection.Command({"FCALL_RO", "baton_version", "0"});
+  StatusOr<Reply> reply = connection.Command(fn::Version());
   if (!reply.ok()) return reply.status();
   if (reply->is_error()) {
     // "ERR Function not found" (Redis 7.0 wording).
     if (reply->str.find("not found") != std::string::npos) return std::string("none");
-    return Status::Internal("FCALL_RO baton_version: " + reply->str);
+    return Status::Internal("FCALL_RO baton_v2_version: " + reply->str);
   }
   if (reply->type != Reply::Type::kString && reply->type != Reply::Type::kStatus &&
       reply->type != Reply::Type::kInteger) {
-    return Status::Internal("FCALL_RO baton_version: expected a string reply");
+    return Status::Internal("FCALL_RO baton_v2_version: expected a string reply");
   }
   return reply->AsString();
 }

@@ -5,12 +5,13 @@
 #include <string_view>
 
 #include "baton/status.h"
+#include "broker/protocol_gen.h"
 #include "broker/redis_connection.h"
 
 namespace baton::internal {
 
 // The library version this client was built and tested with (contract/protocol.json "version").
-inline constexpr std::string_view kFunctionLibraryVersion = "1";
+inline constexpr std::string_view kFunctionLibraryVersion = protocol::kVersion;
 
 // The library source: functions/*.lua concatenated in file-name order, embedded at build time.
 // Empty if the build found no functions/*.lua.
@@ -22,8 +23,8 @@ std::string_view FunctionLibrarySource();
 // Redis' compile error), kVersionMismatch, kUnavailable.
 Status LoadFunctionLibrary(RedisConnection& connection, std::string* loaded_version = nullptr);
 
-// FCALL_RO baton_version 0. OK when the loaded library is kFunctionLibraryVersion. Otherwise
-// kVersionMismatch: "functions library version X loaded in Redis, this client needs 1: run
+// FCALL_RO baton_v2_version 0. OK when the loaded library is kFunctionLibraryVersion. Otherwise
+// kVersionMismatch: "functions library version X loaded in Redis, this client needs 2: run
 // 'baton init'" (X is "none" when the library or the function is missing); kUnavailable when
 // Redis cannot be reached.
 Status CheckFunctionLibrary(RedisConnection& connection);

@@ -1,6 +1,7 @@
 #pragma once
 // The one place where C++ builds Baton's Redis key names (docs/keyspace.md). Every key of a
-// namespace carries the hash tag {ns} so one namespace lives in one Redis Cluster slot.
+// namespace carries the hash tag {ns} so one namespace lives in one Redis Cluster slot. Protocol
+// v2 keys start with "baton:v2:" so that they never meet v1's during a rolling upgrade.
 #include <string>
 #include <string_view>
 
@@ -8,32 +9,40 @@ namespace baton::internal {
 
 class Keys {
  public:
-  explicit Keys(std::string_view ns) : prefix_("baton:{" + std::string(ns) + "}:") {}
+  explicit Keys(std::string_view ns) : prefix_("baton:v2:{" + std::string(ns) + "}:") {}
 
-  std::string Stream(std::string_view type) const {
-    return prefix_ + "stream:" + std::string(type);
-  }
-  std::string Scheduled(std::string_view type) const {
-    return prefix_ + "scheduled:" + std::string(type);
-  }
-  std::string Dead(std::string_view type) const { return prefix_ + "dead:" + std::string(type); }
+  // Per task type.
+  std::string Stream(std::string_view type) const { return Typed("stream:", type); }
+  std::string Scheduled(std::string_view type) const { return Typed("scheduled:", type); }
+  std::string Leases(std::string_view type) const { return Typed("leases:", type); }
+  std::string Dead(std::string_view type) const { return Typed("dead:", type); }
+  std::string Rescue(std::string_view type) const { return Typed("rescue:", type); }
+  // Per namespace.
   std::string Tasks() const { return prefix_ + "tasks"; }
   std::string Bodies() const { return prefix_ + "bodies"; }
   std::string Errors() const { return prefix_ + "errors"; }
   std::string Events() const { return prefix_ + "events"; }
   std::string Types() const { return prefix_ + "types"; }
-  std::string Done(std::string_view id) const { return prefix_ + "done:" + std::string(id); }
+  std::string Done() const { return prefix_ + "done"; }    // ZSET id -> finished ms
+  std::string Ended() const { return prefix_ + "ended"; }  // HASH id -> non-done final record
+  std::string Config() const { return prefix_ + "config"; }
   std::string Unique(std::string_view key) const { return prefix_ + "unique:" + std::string(key); }
-  std::string Rescue(std::string_view type) const {
-    return prefix_ + "rescue:" + std::string(type);
-  }
   const std::string& prefix() const { return prefix_; }
 
-  static constexpr std::string_view kNamespaces = "baton:namespaces";
+  // Not hash-tagged: directories and cron state, never touched together with a namespace's keys.
+  static constexpr std::string_view kNamespaces = "baton:v2:namespaces";
   static constexpr std::string_view kCron = "baton:cron";
-  static constexpr std::string_view kWakeupChannel = "baton:wakeup";
+  static constexpr std::string_view kCronState = "baton:cron:state";
+  static constexpr std::string_view kWakeupChannel = "baton:v2:wakeup";
+  static constexpr std::string_view kTypesChannel = "baton:v2:types";
 
  private:
+  std::string Typed(std::string_view kind, std::string_view type) const {
+    std::string key;
+    key.reserve(prefix_.size() + kind.size() + type.size());
+    key.append(prefix_).append(kind).append(type);
+    return key;
+  }
   std::string prefix_;
 };
 
