@@ -8,7 +8,7 @@
 // Starts nothing itself: bench/run_delay_precision.sh starts redis-server and batond. Two figures:
 //   promoted  = the stream entry's id time (Redis clock) - due time: batond's precision alone;
 //   handler   = when the consumer received the entry (local clock) - due time: what a worker sees.
-// The due time is the one baton_enqueue returned (Redis clock); Redis runs on this host, so both
+// The due time is the one baton_v2_enqueue returned (Redis clock); Redis runs on this host, so both
 // clocks are the same.
 #include <baton/client.h>
 #include <unistd.h>
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "broker/redis_connection.h"
+#include "core/keys.h"
 
 namespace {
 
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
   auto conn = RedisConnection::Open(*endpoint);
   if (!conn.ok()) Die(conn.status().ToString());
   RedisConnection& redis = **conn;
-  const std::string stream = "baton:{" + o.ns + "}:stream:" + o.type;
+  const std::string stream = baton::internal::Keys(o.ns).Stream(o.type);
 
   // The consumer's group starts at the end of the (possibly new) stream.
   redis.Command({"DEL", stream});
@@ -205,8 +206,9 @@ int main(int argc, char** argv) {
   std::int64_t early =
       std::count_if(promoted.begin(), promoted.end(), [](auto v) { return v < 0; });
   std::printf("promoted before due: %lld\n", static_cast<long long>(early));
-  // The entries stay pending in the bench group (never acked): drop the group, or batond's reaper
-  // would take all of them back after the lease and the idle figure would measure that.
+  // The entries stay pending in the bench group (never acked, never leased: a plain XREADGROUP
+  // records no lease, so no reclaim takes them back). Drop the group anyway, so that nothing of
+  // the run is left for batond to look at while the idle figure is measured.
   redis.Command({"XGROUP", "DESTROY", stream, "bench"});
   if (o.batond_pid > 0) {
     std::printf("batond CPU during the run: %.0f ms over %.1f s (%.2f%% of one core)\n", cpu_busy,

@@ -1,15 +1,65 @@
 #!/usr/bin/env bash
-# Builds the benchmark, starts a private redis-server (default settings, loopback, free port) and
-# runs bench_throughput against it. Extra arguments go to the benchmark.
+# Throughput of Baton against the bare Redis Streams pattern and against BullMQ, in one run:
+#   1. starts a private redis-server (default settings, loopback, free port) and runs
+#      bench_throughput against it (bare streams, baton drain, memory, light-load latency);
+#   2. stops it, starts another redis-server with the same settings, installs the BullMQ bench's
+#      npm dependencies (npm ci, pinned by bench/bullmq/package-lock.json) and runs
+#      bench/bullmq/bench.js with the same task count, payload (200 B) and a no-op handler at
+#      concurrency 50;
+#   3. prints the ratio of Baton's drain rate to BullMQ's.
+# Extra arguments go to bench_throughput:
 #   bench/run_throughput.sh [--tasks 200000]
+# BULLMQ_TASKS (default: bench_throughput's task count) sets BullMQ's count; its rate is always
+# its own count over its own time. BUILD_DIR (default build/release) selects the build to use;
+# without it the release build is made first. Needs node >= 20 and npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh >/dev/null
-scripts/build.sh release >/dev/null
+if [ -z "${BUILD_DIR:-}" ]; then
+  scripts/setup.sh >/dev/null
+  scripts/build.sh release >/dev/null
+  BUILD_DIR=build/release
+fi
+command -v node >/dev/null && command -v npm >/dev/null || {
+  echo "run_throughput: node and npm are needed for the BullMQ run" >&2
+  exit 1
+}
+
 dir=$(mktemp -d)
-port=$(/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no --daemonize yes \
-  --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
-trap 'kill $(cat "$dir/redis.pid") 2>/dev/null; sleep 0.2; rm -rf "$dir"' EXIT
-for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-build/release/bench/bench_throughput --redis "redis://127.0.0.1:$port" "$@"
+redis_pid=""
+stop_redis() {
+  if [ -n "$redis_pid" ]; then
+    kill "$redis_pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$redis_pid" 2>/dev/null || break; sleep 0.1; done
+    redis_pid=""
+  fi
+}
+trap 'stop_redis; rm -rf "$dir"' EXIT
+# Starts a redis-server with the bench settings in $dir/$1; sets port and redis_pid.
+start_redis() {
+  mkdir -p "$dir/$1"
+  port=$(/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+  redis-server --port "$port" --bind 127.0.0.1 --dir "$dir/$1" --save '' --appendonly no \
+    --daemonize yes --logfile "$dir/$1/redis.log" --pidfile "$dir/$1/redis.pid"
+  for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  redis_pid=$(cat "$dir/$1/redis.pid")
+}
+
+start_redis baton
+echo "redis: $(redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/'), default settings, no persistence"
+"$BUILD_DIR/bench/bench_throughput" --redis "redis://127.0.0.1:$port" "$@" | tee "$dir/baton.out"
+stop_redis
+
+if [ ! -f bench/bullmq/node_modules/.package-lock.json ] ||
+  [ bench/bullmq/package-lock.json -nt bench/bullmq/node_modules/.package-lock.json ]; then
+  (cd bench/bullmq && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+tasks=${BULLMQ_TASKS:-$(sed -n 's/^tasks=\([0-9]*\) .*/\1/p' "$dir/baton.out")}
+start_redis bullmq
+node bench/bullmq/bench.js --redis "redis://127.0.0.1:$port" --tasks "$tasks" --payload 200 \
+  --concurrency 50 | tee "$dir/bullmq.out"
+stop_redis
+
+baton_rate=$(awk '/^baton +:/ {print $3}' "$dir/baton.out")
+bullmq_rate=$(awk '/^bullmq +:/ {print $3}' "$dir/bullmq.out")
+awk -v a="$baton_rate" -v b="$bullmq_rate" \
+  'BEGIN { printf "baton/bullmq : %.2fx (drain rate, tasks/s)\n", a / b }'

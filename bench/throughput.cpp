@@ -1,13 +1,16 @@
 // End-to-end throughput and latency of Baton against the bare Redis Streams pattern, on one Redis.
 //
 //   bench_throughput --redis redis://127.0.0.1:PORT [--tasks 200000] [--payload 200]
+//                    [--concurrency 64] [--latency-tasks 2000] [--commandstats]
 //
 // Phases (each on a flushed database):
 //   1. bare streams: XADD (pipelined by 100) -> XREADGROUP COUNT 100 -> XACK+XDEL (pipelined),
 //      producer and consumer running at once, same client library (hiredis) as Baton.
-//   2. baton: Client::EnqueueMany (batches of 100) -> Worker with a no-op handler -> batched ack.
-//   3. memory: N tasks enqueued with no worker; used_memory delta per queued task (events stream
-//      excluded: it is capped, so its size does not grow with the queue).
+//   2. baton: Client::EnqueueMany (batches of 100) -> Worker with a no-op handler -> batched ack,
+//      namespace settings at their defaults (events on).
+//   3. memory: N tasks enqueued with no worker; used_memory delta per queued task, with the
+//      namespace's events off (events_maxlen 0) and on (the default cap; one events entry per
+//      enqueue call, so events add little per task).
 //   4. light load: 200 tasks/s one at a time; enqueue-to-handler-start latency p50/p99.
 // Redis CPU per task is the delta of used_cpu_user+used_cpu_sys over the phase / tasks.
 #include <baton/client.h>
@@ -27,6 +30,7 @@
 
 #include "broker/function_library.h"
 #include "broker/redis_connection.h"
+#include "core/keys.h"
 
 namespace {
 
@@ -41,6 +45,7 @@ struct Options {
   int payload = 200;
   int concurrency = 64;  // handler threads of the no-op type
   int latency_tasks = 2000;
+  bool commandstats = false;  // print the drain's commands per task (INFO commandstats)
 };
 
 [[noreturn]] void Die(const std::string& what) {
@@ -91,6 +96,30 @@ struct PhaseResult {
   double seconds = 0;
   double cpu_us_per_task = 0;
 };
+
+// Prints every command's calls and Redis time per task since the last CONFIG RESETSTAT (commands
+// the functions run inside Redis included), busiest first.
+void PrintCommandStats(RedisConnection& c, int tasks) {
+  std::string info = Must(c, {"INFO", "commandstats"}).str;
+  struct Row {
+    std::string name;
+    double calls, usec;
+  };
+  std::vector<Row> rows;
+  for (std::size_t pos = 0; (pos = info.find("cmdstat_", pos)) != std::string::npos;) {
+    auto colon = info.find(':', pos);
+    auto calls = info.find("calls=", colon);
+    auto usec = info.find("usec=", calls);
+    rows.push_back({info.substr(pos + 8, colon - pos - 8), std::strtod(&info[calls + 6], nullptr),
+                    std::strtod(&info[usec + 5], nullptr)});
+    pos = colon;
+  }
+  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.usec > b.usec; });
+  for (const Row& r : rows) {
+    std::printf("  %-22s %8.4f calls/task  %6.2f us/task\n", r.name.c_str(), r.calls / tasks,
+                r.usec / tasks);
+  }
+}
 
 PhaseResult BareStreams(const Options& o) {
   auto admin = Connect(o);
@@ -161,6 +190,7 @@ PhaseResult BatonDrain(const Options& o) {
   });
   if (auto st = worker.Start(); !st.ok()) Die(st.ToString());
   const std::string payload = PayloadJson(o.payload);
+  if (o.commandstats) Must(*admin, {"CONFIG", "RESETSTAT"});
   double cpu0 = RedisCpuSeconds(*admin);
   auto start = Clock::now();
   std::thread producer([&] {
@@ -177,18 +207,22 @@ PhaseResult BatonDrain(const Options& o) {
   producer.join();
   // Drained = every task acked: no record left in the index and nothing pending.
   while (true) {
-    auto left = Must(*admin, {"HLEN", "baton:{bench}:tasks"}).integer;
+    auto left = Must(*admin, {"HLEN", baton::internal::Keys("bench").Tasks()}).integer;
     if (left == 0 && handled.load() >= o.tasks) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   PhaseResult res;
   res.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   res.cpu_us_per_task = (RedisCpuSeconds(*admin) - cpu0) * 1e6 / o.tasks;
+  if (o.commandstats) {
+    std::printf("baton drain, per task (inner commands of the functions included):\n");
+    PrintCommandStats(*admin, o.tasks);
+  }
   worker.Stop();
   return res;
 }
 
-// Bytes of Redis memory per queued task, events excluded (events_maxlen = 0) and included.
+// Bytes of Redis memory per queued task, events off (events_maxlen 0) and on (default cap).
 std::pair<double, double> MemoryPerTask(const Options& o) {
   std::pair<double, double> out;
   for (int with_events = 0; with_events < 2; ++with_events) {
@@ -196,9 +230,13 @@ std::pair<double, double> MemoryPerTask(const Options& o) {
     Reset(*admin);
     baton::ClientOptions co;
     co.redis_url = o.redis;
-    co.events_maxlen = with_events ? 100000 : 0;
     auto client = baton::Client::Connect(co);
     if (!client.ok()) Die(client.status().ToString());
+    // Events are a namespace setting: 0 = none, "" = back to the default cap.
+    auto settings =
+        (*client)->ConfigureNamespace("bench", {{"events_maxlen", with_events ? "" : "0"}});
+    if (!settings.ok()) Die(settings.status().ToString());
+    if ((settings->events_maxlen > 0) != (with_events == 1)) Die("events_maxlen not applied");
     // Warm up the per-namespace keys so their fixed cost is not counted per task.
     auto warm = Requests(100, PayloadJson(o.payload));
     (void)(*client)->EnqueueMany(warm);
@@ -274,8 +312,14 @@ std::pair<double, double> LightLoadLatency(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     std::string k = argv[i];
+    if (k == "--commandstats") {
+      o.commandstats = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) Die("missing value for " + k);
     if (k == "--redis")
       o.redis = argv[i + 1];
     else if (k == "--tasks")

@@ -17,5 +17,6 @@ void AddCronCommand(CLI::App& app, Context& ctx);     // cron_command.cpp
 void AddWorkCommand(CLI::App& app, Context& ctx);     // work_command.cpp
 void AddDoctorCommand(CLI::App& app, Context& ctx);   // doctor_command.cpp
 void AddRescueCommand(CLI::App& app, Context& ctx);   // rescue_command.cpp
+void AddConfigCommand(CLI::App& app, Context& ctx);   // config_command.cpp (get, set)
 
 }  // namespace baton::cli

@@ -137,6 +137,24 @@ int CheckSelection(Context& ctx, const DlqArgs& args, const std::string& command
                                 : "give a filter (--type, --since, --until) or --all");
 }
 
+// What to do when a replay of one task is refused.
+std::string ReplayHint(const DlqArgs& args, const Status& status) {
+  if (status.code() != StatusCode::kConflict) return "";
+  const std::string& message = status.message();
+  if (message.find("cannot replay") == std::string::npos) {
+    return "Only dead tasks can be replayed: see 'baton task show " + args.id + " --ns " + args.ns +
+           "'.";
+  }
+  std::string see = "See what is stored with 'baton dlq show " + args.id + " --ns " + args.ns + "'";
+  if (message.find("payload") != std::string::npos && !args.has_payload) {
+    return see + "; replay it with a corrected --payload.";
+  }
+  return see +
+         "; enqueue a corrected task ('baton enqueue') and remove this one with 'baton dlq "
+         "delete " +
+         args.id + " --ns " + args.ns + "'.";
+}
+
 int RunReplay(Context& ctx, const DlqArgs& args) {
   if (int rc = CheckSelection(ctx, args, "dlq replay", true); rc != kExitOk) return rc;
   if (args.id.empty()) {
@@ -148,7 +166,7 @@ int RunReplay(Context& ctx, const DlqArgs& args) {
   std::optional<std::string> payload;
   if (args.has_payload) payload = args.payload;
   auto sid = (*inspector)->ReplayDead(args.ns, args.id, payload);
-  if (!sid.ok()) return ctx.Fail("dlq replay", sid.status());
+  if (!sid.ok()) return ctx.Fail("dlq replay", sid.status(), ReplayHint(args, sid.status()));
   if (ctx.global.json) {
     PrintJson({{"task_id", args.id},
                {"namespace", args.ns},

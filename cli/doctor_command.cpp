@@ -13,7 +13,6 @@ struct DoctorArgs {
   std::string id;
   std::string ns;
   std::string type;
-  int lease_ms = 15000;
   int live_window_s = 30;
 };
 
@@ -29,7 +28,6 @@ int RunDoctor(Context& ctx, const DoctorArgs& args) {
                      "both");
   }
   InspectorOptions options;
-  options.lease = std::chrono::milliseconds(args.lease_ms);
   options.live_consumer_window = std::chrono::seconds(args.live_window_s);
   auto inspector = ctx.OpenInspector(options);
   if (!inspector.ok()) return ctx.Fail("doctor", inspector.status());
@@ -51,9 +49,10 @@ int RunDoctor(Context& ctx, const DoctorArgs& args) {
   } else {
     const QueueInfo& q = diagnosis->queue;
     std::cout << "queue (" << args.ns << ", " << args.type << "): " << q.ready << " ready, "
-              << q.in_flight << " in flight, " << q.delayed << " delayed, " << q.retrying
-              << " retrying, " << q.dead << " dead; consumers " << q.live_consumers << " live of "
-              << q.consumers << "; oldest entry "
+              << q.in_flight << " in flight (" << q.expired_leases << " with an expired lease), "
+              << q.delayed << " delayed, " << q.retrying << " retrying, " << q.dead
+              << " dead; consumers " << q.live_consumers << " live of " << q.consumers
+              << "; oldest entry "
               << (q.oldest_age_ms ? DurationText(*q.oldest_age_ms) : std::string("-")) << "\n";
     for (const Verdict& v : diagnosis->findings) PrintVerdict(v);
   }
@@ -71,8 +70,6 @@ void AddDoctorCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("id", args->id, "Task id");
   cmd->add_option("--ns", args->ns, "Namespace")->required();
   cmd->add_option("--type", args->type, "Diagnose this queue instead of one task");
-  cmd->add_option("--lease-ms", args->lease_ms, "The workers' lease: longer pending is stuck")
-      ->check(CLI::PositiveNumber);
   cmd->add_option("--live-window", args->live_window_s,
                   "Seconds: a consumer seen within this is alive")
       ->check(CLI::PositiveNumber);

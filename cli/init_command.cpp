@@ -1,8 +1,11 @@
-// baton init: loads (or upgrades) the `baton` Redis Functions library this build embeds, and
-// prints its version. --check only compares the loaded version with this build's.
+// baton init: loads (or upgrades) the `baton_v2` Redis Functions library this build embeds, and
+// prints its version. --check only compares the loaded version with this build's. A protocol v1
+// library (`baton`) stays loaded beside v2 during a rolling upgrade (docs/upgrading.md); init
+// reports the v1 tasks still live, and --drop-v1 removes the v1 library once they are gone.
 #include <iostream>
 
 #include "broker/function_library.h"
+#include "broker/functions.h"
 #include "commands.h"
 #include "output.h"
 
@@ -12,28 +15,103 @@ namespace {
 
 struct InitArgs {
   bool check = false;
+  bool drop_v1 = false;
+  bool force = false;
 };
 
-// The loaded version, "none" when the library is missing.
-StatusOr<std::string> LoadedVersion(internal::RedisConnection& conn) {
-  auto reply = conn.Command({"FCALL_RO", "baton_version", "0"});
+// The loaded version of a library's version function, "none" when it is missing.
+StatusOr<std::string> LoadedVersion(internal::RedisConnection& conn,
+                                    std::vector<std::string> call) {
+  auto reply = conn.Command(std::move(call));
   if (!reply.ok()) return reply.status();
   if (reply->is_error()) return std::string("none");
   return reply->AsString();
 }
 
+// What is left of protocol v1: its library version ("none" when not loaded) and the live tasks
+// in its keyspace (baton:{NS}:tasks of every namespace in baton:namespaces).
+struct LegacyState {
+  std::string version = "none";
+  long long live_tasks = 0;
+  std::vector<std::string> namespaces;  // those with live v1 tasks
+};
+
+StatusOr<LegacyState> ReadLegacy(internal::RedisConnection& conn) {
+  LegacyState state;
+  // The v1 wire form, spelled out here on purpose: v1 is not a protocol this build speaks.
+  auto version = LoadedVersion(conn, {"FCALL_RO", "baton_version", "0"});
+  if (!version.ok()) return version.status();
+  state.version = *version;
+  auto members = conn.Command({"SMEMBERS", "baton:namespaces"});
+  if (!members.ok()) return members.status();
+  for (const internal::Reply& ns : members->elements) {
+    auto live = conn.Command({"HLEN", "baton:{" + ns.AsString() + "}:tasks"});
+    if (!live.ok()) return live.status();
+    if (live->AsInteger() > 0) {
+      state.live_tasks += live->AsInteger();
+      state.namespaces.push_back(ns.AsString());
+    }
+  }
+  return state;
+}
+
+nlohmann::json LegacyJson(const LegacyState& legacy) {
+  return {{"version", legacy.version},
+          {"live_tasks", legacy.live_tasks},
+          {"namespaces", legacy.namespaces}};
+}
+
+void PrintLegacy(const LegacyState& legacy) {
+  if (legacy.version == "none" && legacy.live_tasks == 0) return;
+  std::cout << "protocol v1: library 'baton' " << (legacy.version == "none" ? "not " : "")
+            << "loaded, " << legacy.live_tasks << " live v1 task(s)";
+  if (!legacy.namespaces.empty()) {
+    std::cout << " in";
+    for (const std::string& ns : legacy.namespaces) std::cout << ' ' << ns;
+  }
+  std::cout << ". Keep v1 workers running until they are 0, then 'baton init --drop-v1' "
+               "(docs/upgrading.md).\n";
+}
+
+int DropV1(Context& ctx, internal::RedisConnection& conn, const InitArgs& args) {
+  auto legacy = ReadLegacy(conn);
+  if (!legacy.ok()) return ctx.Fail("init", legacy.status());
+  if (legacy->live_tasks > 0 && !args.force) {
+    return ctx.Fail("init",
+                    Status::Conflict(std::to_string(legacy->live_tasks) +
+                                     " live v1 task(s) would be stranded without v1 functions"),
+                    "Let v1 workers drain them (baton init shows the count), or use --force.");
+  }
+  bool dropped = false;
+  if (legacy->version != "none") {
+    auto reply = conn.Command({"FUNCTION", "DELETE", "baton"});
+    if (!reply.ok()) return ctx.Fail("init", reply.status());
+    if (reply->is_error()) return ctx.Fail("init", internal::StatusFromErrorReply(*reply));
+    dropped = true;
+  }
+  if (ctx.global.json) {
+    PrintJson({{"dropped_v1", dropped}, {"v1", LegacyJson(*legacy)}});
+  } else {
+    std::cout << (dropped ? "protocol v1 library 'baton' deleted\n"
+                          : "protocol v1 library 'baton' was not loaded\n");
+  }
+  return kExitOk;
+}
+
 int RunInit(Context& ctx, const InitArgs& args) {
   auto conn = ctx.OpenConnection();
   if (!conn.ok()) return ctx.Fail("init", conn.status());
-  auto before = LoadedVersion(**conn);
+  if (args.drop_v1) return DropV1(ctx, **conn, args);
+  auto before = LoadedVersion(**conn, internal::fn::Version());
   if (!before.ok()) return ctx.Fail("init", before.status());
+  const std::string library(internal::protocol::kLibrary);
   const std::string wanted(internal::kFunctionLibraryVersion);
   if (args.check) {
     bool same = *before == wanted;
     if (ctx.global.json) {
-      PrintJson({{"library", "baton"}, {"loaded", *before}, {"needed", wanted}, {"ok", same}});
+      PrintJson({{"library", library}, {"loaded", *before}, {"needed", wanted}, {"ok", same}});
     } else if (same) {
-      std::cout << "functions library 'baton' version " << wanted << " is loaded\n";
+      std::cout << "functions library '" << library << "' version " << wanted << " is loaded\n";
     }
     if (!same) {
       return ctx.Fail(
@@ -48,14 +126,18 @@ int RunInit(Context& ctx, const InitArgs& args) {
   if (Status s = internal::LoadFunctionLibrary(**conn, &loaded); !s.ok()) {
     return ctx.Fail("init", s);
   }
+  auto legacy = ReadLegacy(**conn);
+  if (!legacy.ok()) return ctx.Fail("init", legacy.status());
   if (ctx.global.json) {
-    PrintJson({{"library", "baton"},
+    PrintJson({{"library", library},
                {"version", loaded},
                {"previous", *before},
-               {"changed", *before != loaded}});
+               {"changed", *before != loaded},
+               {"v1", LegacyJson(*legacy)}});
   } else {
-    std::cout << "functions library 'baton' version " << loaded << " loaded (was: " << *before
-              << ")\n";
+    std::cout << "functions library '" << library << "' version " << loaded
+              << " loaded (was: " << *before << ")\n";
+    PrintLegacy(*legacy);
   }
   return kExitOk;
 }
@@ -65,9 +147,12 @@ int RunInit(Context& ctx, const InitArgs& args) {
 void AddInitCommand(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<InitArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "init", "Load or upgrade the Redis Functions library 'baton' and print its version");
+      "init", "Load or upgrade the Redis Functions library 'baton_v2' and print its version");
   cmd->add_flag("--check", args->check,
                 "Only check that the loaded version is this build's (exit 4 if not)");
+  cmd->add_flag("--drop-v1", args->drop_v1,
+                "Delete the protocol v1 library once no v1 task is live (docs/upgrading.md)");
+  cmd->add_flag("--force", args->force, "With --drop-v1: delete it even with live v1 tasks");
   cmd->callback([&ctx, args] { ctx.exit_code = RunInit(ctx, *args); });
 }
 

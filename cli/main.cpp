@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   AddWorkCommand(app, ctx);
   AddDoctorCommand(app, ctx);
   AddRescueCommand(app, ctx);
+  AddConfigCommand(app, ctx);
 
   try {
     app.parse(argc, argv);

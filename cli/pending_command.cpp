@@ -1,5 +1,6 @@
-// baton pending: who holds which tasks of one queue, per consumer group and consumer, and the
-// entries idle the longest (a stuck worker shows up here first).
+// baton pending: who holds which tasks of one queue, per consumer group and consumer, the
+// entries delivered the longest ago, and their leases (a stuck worker's leases expire: it shows up
+// here first).
 #include <iostream>
 
 #include "commands.h"
@@ -12,13 +13,17 @@ namespace {
 struct PendingArgs {
   std::string ns;
   std::string type;
-  int lease_ms = 15000;
 };
 
+// "in 12 s" / "expired 3 s ago" / "none".
+std::string LeaseText(const std::optional<std::int64_t>& deadline, std::int64_t now) {
+  if (!deadline) return "none";
+  if (*deadline >= now) return "in " + DurationText(*deadline - now);
+  return "expired " + DurationText(now - *deadline) + " ago";
+}
+
 int RunPending(Context& ctx, const PendingArgs& args) {
-  InspectorOptions options;
-  options.lease = std::chrono::milliseconds(args.lease_ms);
-  auto inspector = ctx.OpenInspector(options);
+  auto inspector = ctx.OpenInspector();
   if (!inspector.ok()) return ctx.Fail("pending", inspector.status());
   auto report = (*inspector)->Pending(args.ns, args.type);
   if (!report.ok()) return ctx.Fail("pending", report.status());
@@ -35,20 +40,26 @@ int RunPending(Context& ctx, const PendingArgs& args) {
     std::cout << "group " << g.group << ": " << g.count << " pending"
               << (g.complete ? "" : " (idle times from the first entries only)") << "\n";
     if (g.consumers.empty()) continue;
-    Table consumers({"  CONSUMER", "PENDING", "MAX_IDLE", "SEEN", "STUCK"});
+    Table consumers({"  CONSUMER", "PENDING", "MAX_IDLE", "SEEN", "EXPIRED"});
     for (const PendingConsumer& c : g.consumers) {
       consumers.Add({"  " + c.name, std::to_string(c.count), DurationText(c.max_idle_ms),
                      DurationText(c.consumer_idle_ms) + " ago",
-                     c.max_idle_ms > args.lease_ms ? "yes (idle > lease)" : ""});
+                     c.expired > 0 ? std::to_string(c.expired) + " (lease expired)" : ""});
     }
     consumers.Print(std::cout);
-    Table entries({"  ENTRY", "TASK", "CONSUMER", "IDLE", "DELIVERIES"});
+    Table entries({"  ENTRY", "TASK", "CONSUMER", "IDLE", "DELIVERIES", "LEASE"});
     for (const PendingEntry& e : g.longest_idle) {
       entries.Add({"  " + e.stream_id, e.task_id.empty() ? "(gone)" : e.task_id, e.consumer,
-                   DurationText(e.idle_ms), std::to_string(e.deliveries)});
+                   DurationText(e.idle_ms), std::to_string(e.deliveries),
+                   e.task_id.empty() ? "-" : LeaseText(e.lease_deadline_ms, report->now_ms)});
     }
-    std::cout << "  idle the longest:\n";
+    std::cout << "  delivered the longest ago:\n";
     entries.Print(std::cout);
+  }
+  if (report->expired_leases > 0) {
+    std::cout << report->expired_leases << " lease(s) of (" << args.ns << ", " << args.type
+              << ") expired and were not taken back: is a lease reaper running (batond, or a "
+                 "worker with maintenance on)?\n";
   }
   return kExitOk;
 }
@@ -60,8 +71,9 @@ void AddPendingCommand(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand("pending", "Tasks held by workers, per group and consumer");
   cmd->add_option("--ns", args->ns, "Namespace")->required();
   cmd->add_option("--type", args->type, "Task type")->required();
-  cmd->add_option("--lease-ms", args->lease_ms, "The workers' lease: longer idle means stuck")
-      ->check(CLI::PositiveNumber);
+  cmd->footer(
+      "Leases are deadlines in Redis (leases:TYPE), moved by the workers' heartbeats; an expired "
+      "lease means the worker stopped heartbeating.");
   cmd->callback([&ctx, args] { ctx.exit_code = RunPending(ctx, *args); });
 }
 

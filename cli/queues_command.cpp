@@ -44,7 +44,9 @@ int RunQueues(Context& ctx, const QueuesArgs& args) {
   Table table({"NAMESPACE", "TYPE", "READY", "IN_FLIGHT", "DELAYED", "RETRYING", "DEAD",
                "CONSUMERS", "OLDEST", "DONE/MIN"});
   for (const auto& q : queues) {
-    table.Add({q.ns, q.type, std::to_string(q.ready), std::to_string(q.in_flight),
+    std::string in_flight = std::to_string(q.in_flight);
+    if (q.expired_leases > 0) in_flight += " (" + std::to_string(q.expired_leases) + " expired)";
+    table.Add({q.ns, q.type, std::to_string(q.ready) + (q.ready_exact ? "" : "~"), in_flight,
                std::to_string(q.delayed) + (q.scheduled_split_exact ? "" : "~"),
                std::to_string(q.retrying) + (q.scheduled_split_exact ? "" : "~"),
                std::to_string(q.dead),
@@ -63,8 +65,9 @@ void AddQueuesCommand(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand("queues", "List queues and their counts");
   cmd->add_option("--ns", args->ns, "Only this namespace (default: every namespace)");
   cmd->footer(
-      "CONSUMERS is live/all (live: seen in the last 30 s). '~' marks an estimate (see "
-      "docs/cli.md).");
+      "READY counts the entries after the group's position in the stream. IN_FLIGHT says how many "
+      "leases expired without being taken back. CONSUMERS is live/all (live: seen in the last "
+      "30 s). '~' marks an estimate (see docs/cli.md).");
   cmd->callback([&ctx, args] { ctx.exit_code = RunQueues(ctx, *args); });
 }
 

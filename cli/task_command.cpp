@@ -14,15 +14,35 @@ struct TaskArgs {
   std::string ns;
 };
 
+// "lease ends in 12 s" / "lease expired 3 s ago" (server clock).
+std::string LeaseText(const TaskInfo& t) {
+  if (!t.lease_deadline_ms) return "no lease";
+  std::int64_t left = *t.lease_deadline_ms - t.now_ms;
+  if (left >= 0) return "lease ends in " + DurationText(left);
+  return "lease expired " + DurationText(-left) + " ago, not yet taken back";
+}
+
+// Who holds the task's entry (XPENDING), or "".
+std::string HolderText(const TaskInfo& t) {
+  if (t.leases.empty()) return "";
+  const TaskLease& l = t.leases.front();
+  return "consumer " + l.consumer + " (group " + l.group + ") for " + DurationText(l.idle_ms) +
+         ", delivery #" + std::to_string(l.deliveries);
+}
+
 std::string Where(const TaskInfo& t) {
   switch (t.state) {
-    case TaskState::kQueued:
+    case TaskState::kQueued: {
+      std::string holder = HolderText(t);
+      if (!holder.empty()) {
+        return "pending on " + holder + " without a lease (entry " + t.stream_id + ")";
+      }
       return "waiting in the stream (entry " + t.stream_id + ")";
+    }
     case TaskState::kActive: {
-      const TaskLease& l = t.leases.front();
-      return "running on consumer " + l.consumer + " (group " + l.group + ") for " +
-             DurationText(l.idle_ms) + ", delivery #" + std::to_string(l.deliveries) + " (entry " +
-             t.stream_id + ")";
+      std::string holder = HolderText(t);
+      return (holder.empty() ? "leased, not pending in any group" : "running on " + holder) + "; " +
+             LeaseText(t) + " (entry " + t.stream_id + ")";
     }
     case TaskState::kScheduled:
       return "delayed, due at " + WhenText(t.due_ms.value_or(0), t.now_ms);
@@ -37,6 +57,9 @@ std::string Where(const TaskInfo& t) {
     case TaskState::kDeleted:
       return std::string(TaskStateName(t.state)) + " at " +
              WhenText(t.finished_ms.value_or(0), t.now_ms);
+    case TaskState::kDropped:
+      return "dropped from the dead-letter queue by its caps at " +
+             WhenText(t.finished_ms.value_or(0), t.now_ms);
   }
   return "";
 }
@@ -44,10 +67,13 @@ std::string Where(const TaskInfo& t) {
 void PrintTask(const TaskInfo& t) {
   std::cout << "task       " << t.id << "\n"
             << "namespace  " << t.ns << "\n"
-            << "type       " << t.type << "\n"
+            << "type       " << (t.type.empty() ? "(unknown: its events are gone)" : t.type) << "\n"
             << "state      " << TaskStateName(t.state) << "\n"
             << "where      " << Where(t) << "\n"
-            << "attempts   " << t.attempts << "\n";
+            << "attempts   "
+            << (t.state == TaskState::kDone && t.attempts == 0 ? std::string("(unknown)")
+                                                               : std::to_string(t.attempts))
+            << "\n";
   if (t.body) {
     std::cout << "payload    " << t.body->payload << "\n"
               << "max_retry  " << t.body->max_retry << "\n";

@@ -29,8 +29,8 @@ struct WorkArgs {
   int timeout = 0;
   int kill_grace = 5;
   int non_retryable_exit = 65;
-  int lease_ms = 15000;
-  bool no_maintenance = false;
+  std::int64_t lease_ms = 0;  // 0: the namespace's lease_ms setting
+  bool maintenance = false;   // in-process promote + reclaim (batond's job by default)
   std::string service = "baton-work";
 };
 
@@ -92,13 +92,15 @@ int RunWork(Context& ctx, const WorkArgs& args) {
   options.group = args.group;
   options.service = args.service;
   options.default_concurrency = args.concurrency;
-  options.lease = std::chrono::milliseconds(args.lease_ms);
-  options.maintenance = !args.no_maintenance;
+  options.maintenance = args.maintenance;
   options.handle_signals = true;
   options.shutdown_grace = std::chrono::seconds(args.kill_grace + 5);
   Worker worker(options);
-  Status s = worker.Register(args.ns, args.type,
-                             [&args](TaskContext& context) { return RunTask(args, context); });
+  TypeOptions type_options;
+  type_options.lease_ms = args.lease_ms;
+  Status s = worker.Register(
+      args.ns, args.type, [&args](TaskContext& context) { return RunTask(args, context); },
+      type_options);
   if (!s.ok()) return ctx.Fail("work", s);
   std::cerr << "baton work: running '" << args.exec << "' for (" << args.ns << ", " << args.type
             << ") in group " << args.group << ", concurrency " << args.concurrency
@@ -141,10 +143,13 @@ void AddWorkCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("--non-retryable-exit", args->non_retryable_exit,
                   "Exit status that sends the task to the dead-letter queue without retries "
                   "(-1: none)");
-  cmd->add_option("--lease-ms", args->lease_ms, "Lease of a running task (heartbeats keep it)")
-      ->check(CLI::Range(1000, 3600000));
-  cmd->add_flag("--no-maintenance", args->no_maintenance,
-                "Do not promote due tasks or reclaim expired leases here (batond does it)");
+  cmd->add_option("--lease-ms", args->lease_ms,
+                  "Lease of a running task, 1000..86400000 ms (heartbeats extend it); 0: the "
+                  "namespace's lease_ms setting (baton config)")
+      ->check(CLI::Range(0, 0) | CLI::Range(1000, 86400000));
+  cmd->add_flag("--maintenance", args->maintenance,
+                "Also promote due tasks and reclaim expired leases here, for setups without "
+                "batond (off by default: batond does it)");
   cmd->add_option("--service", args->service, "Service name in consumer names");
   cmd->callback([&ctx, args] { ctx.exit_code = RunWork(ctx, *args); });
 }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 
 #include "baton/task.h"
@@ -18,6 +19,21 @@ std::string DefaultInstanceName() {
   return std::string("batond:") + (host[0] ? host : "localhost") + ":" + std::to_string(getpid());
 }
 
+const std::vector<RemovedSetting>& RemovedSettings() {
+  static const std::vector<RemovedSetting> kRemoved = {
+      {"lease-ms", "BATON_LEASE_MS",
+       "removed in protocol v2: a task's lease deadline is kept in Redis, set by the worker that "
+       "holds it (its lease option) or by the namespace setting lease_ms "
+       "(Client::ConfigureNamespace), and batond only takes back tasks whose deadline passed. "
+       "Delete this setting"},
+      {"events-maxlen", "BATON_EVENTS_MAXLEN",
+       "removed in protocol v2: the events cap is the namespace setting events_maxlen "
+       "(Client::ConfigureNamespace), the same for every client, worker and batond. Delete this "
+       "setting"},
+  };
+  return kRemoved;
+}
+
 Status Validate(const DaemonConfig& c) {
   auto url = internal::RedisEndpoint::Parse(c.redis_url);
   if (!url.ok()) return Status::InvalidArgument("redis-url", url.status().message());
@@ -27,15 +43,14 @@ Status Validate(const DaemonConfig& c) {
                                      "'" + ns + "' must match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
     }
   }
-  if (c.lease.count() < 100) return Status::InvalidArgument("lease-ms", "must be >= 100");
-  if (c.promote_batch < 1 || c.promote_batch > 100000) {
-    return Status::InvalidArgument("promote-batch", "must be 1..100000");
+  if (c.promote_batch < 1 || c.promote_batch > 10000) {
+    return Status::InvalidArgument("promote-batch", "must be 1..10000");
   }
-  if (c.reclaim_batch < 1 || c.reclaim_batch > 100000) {
-    return Status::InvalidArgument("reclaim-batch", "must be 1..100000");
+  if (c.reclaim_batch < 1 || c.reclaim_batch > 1000) {
+    return Status::InvalidArgument("reclaim-batch", "must be 1..1000");
   }
-  if (c.reaper_interval.count() < 10) {
-    return Status::InvalidArgument("reaper-interval-ms", "must be >= 10");
+  if (c.reaper_interval.count() < 10 || c.reaper_interval.count() > 60000) {
+    return Status::InvalidArgument("reaper-interval-ms", "must be 10..60000");
   }
   if (c.retry_base.count() < 1) return Status::InvalidArgument("retry-base-ms", "must be >= 1");
   if (c.retry_max < c.retry_base) {
@@ -43,6 +58,9 @@ Status Validate(const DaemonConfig& c) {
   }
   if (c.discovery_interval.count() < 100) {
     return Status::InvalidArgument("discovery-interval-ms", "must be >= 100");
+  }
+  if (c.scan_interval.count() < 10 || c.scan_interval.count() > 86400) {
+    return Status::InvalidArgument("scan-interval-s", "must be 10..86400");
   }
   if (c.cron_grace.count() < 1 || c.cron_grace.count() > 86400) {
     return Status::InvalidArgument("cron-grace-s", "must be 1..86400");
@@ -62,16 +80,17 @@ Status Validate(const DaemonConfig& c) {
 ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   DaemonConfig c;
   c.instance = DefaultInstanceName();
-  long long lease_ms = c.lease.count();
   long long reaper_ms = c.reaper_interval.count();
   long long retry_base_ms = c.retry_base.count();
   long long retry_max_ms = c.retry_max.count();
   long long discovery_ms = c.discovery_interval.count();
+  long long scan_s = c.scan_interval.count();
   long long cron_grace_s = c.cron_grace.count();
 
   CLI::App app{
       "batond: Baton's scheduler daemon. Promotes due delayed and retrying tasks, takes back tasks "
-      "whose lease expired, fires cron jobs. Run any number against one Redis.",
+      "whose lease deadline passed, fires cron jobs, for every namespace that has work. Run any "
+      "number against one Redis.",
       "batond"};
   app.set_version_flag("--version", std::string("batond ") + BATON_VERSION);
   // CLI11 2.1 reads the environment after the config file, so BATON_CONFIG is applied here, as the
@@ -86,21 +105,19 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->envname("BATON_REDIS_URL")
       ->capture_default_str();
   app.add_option("--namespaces", c.namespaces,
-                 "Namespaces to serve, comma separated (default: every one in baton:namespaces, "
-                 "re-read every discovery interval)")
+                 "Namespaces to serve, comma separated (default: every namespace that has task "
+                 "types, registered or not)")
       ->envname("BATON_NAMESPACES")
       ->delimiter(',');
-  app.add_option("--lease-ms", lease_ms,
-                 "A task pending this long without a heartbeat is taken back as a failed attempt")
-      ->envname("BATON_LEASE_MS")
-      ->capture_default_str();
-  app.add_option("--promote-batch", c.promote_batch, "Tasks moved per baton_promote call")
+  app.add_option("--promote-batch", c.promote_batch, "Tasks moved per baton_v2_promote call")
       ->envname("BATON_PROMOTE_BATCH")
       ->capture_default_str();
-  app.add_option("--reaper-interval-ms", reaper_ms, "How often every consumer group is checked")
+  app.add_option("--reaper-interval-ms", reaper_ms,
+                 "Longest time between two checks of a task type for expired leases")
       ->envname("BATON_REAPER_INTERVAL_MS")
       ->capture_default_str();
-  app.add_option("--reclaim-batch", c.reclaim_batch, "Entries taken back per baton_reclaim call")
+  app.add_option("--reclaim-batch", c.reclaim_batch,
+                 "Expired leases taken back per baton_v2_reclaim call")
       ->envname("BATON_RECLAIM_BATCH")
       ->capture_default_str();
   app.add_option("--retry-base-ms", retry_base_ms,
@@ -111,8 +128,14 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->envname("BATON_RETRY_MAX_MS")
       ->capture_default_str();
   app.add_option("--discovery-interval-ms", discovery_ms,
-                 "How often namespaces and task types are re-read")
+                 "How often the namespaces and task types are re-read (new types are announced on "
+                 "baton:v2:types and served at once; this is the safety net)")
       ->envname("BATON_DISCOVERY_INTERVAL_MS")
+      ->capture_default_str();
+  app.add_option("--scan-interval-s", scan_s,
+                 "How often the keyspace is scanned for namespaces nobody registered (also at "
+                 "start-up; not with --namespaces)")
+      ->envname("BATON_SCAN_INTERVAL_S")
       ->capture_default_str();
   app.add_flag("--cron,!--no-cron", c.cron, "Fire the cron jobs of baton:cron (default on)")
       ->envname("BATON_CRON");
@@ -136,10 +159,15 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--instance", c.instance, "This instance's name in logs and reclaim events")
       ->envname("BATON_INSTANCE")
       ->capture_default_str();
-  app.add_option("--events-maxlen", c.events_maxlen,
-                 "Cap of each namespace's events stream (0 = emit no events)")
-      ->envname("BATON_EVENTS_MAXLEN")
-      ->capture_default_str();
+  // Removed settings stay known (hidden) so that they are refused with an explanation instead of
+  // CLI11's "unknown option" or, for an environment variable, silence.
+  std::vector<std::string> removed_values(RemovedSettings().size());
+  std::vector<CLI::Option*> removed_options;
+  for (std::size_t i = 0; i < RemovedSettings().size(); ++i) {
+    const RemovedSetting& r = RemovedSettings()[i];
+    removed_options.push_back(
+        app.add_option(std::string("--") + r.name, removed_values[i])->envname(r.env)->group(""));
+  }
 
   // A misspelt key in the config file is an error, not a silently ignored setting.
   app.allow_config_extras(CLI::config_extras_mode::error);
@@ -150,16 +178,27 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     // app.exit() prints help/version to stdout or the error to stderr; every error exits with 2.
     result.exit_code = app.exit(e) == 0 ? 0 : 2;
+    if (result.exit_code != 0) result.error = e.what();
     return result;
   }
-  c.lease = std::chrono::milliseconds(lease_ms);
+  for (std::size_t i = 0; i < removed_options.size(); ++i) {
+    if (removed_options[i]->count() == 0) continue;
+    const RemovedSetting& r = RemovedSettings()[i];
+    result.error = std::string(r.name) + " (flag --" + r.name + ", config key " + r.name +
+                   ", environment " + r.env + "): " + r.why;
+    std::fprintf(stderr, "batond: %s\n", result.error.c_str());
+    result.exit_code = 2;
+    return result;
+  }
   c.reaper_interval = std::chrono::milliseconds(reaper_ms);
   c.retry_base = std::chrono::milliseconds(retry_base_ms);
   c.retry_max = std::chrono::milliseconds(retry_max_ms);
   c.discovery_interval = std::chrono::milliseconds(discovery_ms);
+  c.scan_interval = std::chrono::seconds(scan_s);
   c.cron_grace = std::chrono::seconds(cron_grace_s);
   Status valid = Validate(c);
   if (!valid.ok()) {
+    result.error = valid.message();
     std::fprintf(stderr, "batond: %s\n", valid.message().c_str());
     result.exit_code = 2;
     return result;

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "broker/function_library.h"
-#include "core/keys.h"
 #include "log.h"
 #include "scheduler/backoff.h"
 
@@ -14,10 +13,16 @@ using spdlog::level::debug;
 using spdlog::level::err;
 using spdlog::level::info;
 using spdlog::level::warn;
+using Clock = std::chrono::steady_clock;
 
 namespace {
 
 constexpr std::chrono::seconds kStatsInterval{60};
+// How often Run()'s loop checks that the functions library is still loaded (one FCALL_RO).
+constexpr std::chrono::seconds kLibraryCheckInterval{5};
+// The promoter's safety pass: it sleeps until the next due time or a wake-up message, and checks
+// every type at least this often anyway.
+constexpr std::chrono::seconds kPromoterSafetyInterval{30};
 
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
@@ -37,9 +42,35 @@ std::string TypesText(const std::vector<TypeRef>& types) {
   return out;
 }
 
+spdlog::level::level_enum SpdLevel(internal::LogLevel level) {
+  switch (level) {
+    case internal::LogLevel::kDebug:
+      return debug;
+    case internal::LogLevel::kInfo:
+      return info;
+    case internal::LogLevel::kWarn:
+      return warn;
+    case internal::LogLevel::kError:
+      return err;
+  }
+  return info;
+}
+
 }  // namespace
 
-Daemon::Daemon(DaemonConfig config) : config_(std::move(config)) {}
+internal::LogFn DaemonLogFn() {
+  return [](internal::LogLevel level, std::string_view msg,
+            const std::vector<internal::LogAttr>& attrs) {
+    std::vector<LogField> fields;
+    fields.reserve(attrs.size());
+    for (const internal::LogAttr& a : attrs) {
+      fields.push_back(LogField{a.key, LogValue(a.value, a.number)});
+    }
+    Log(SpdLevel(level), msg, fields);
+  };
+}
+
+Daemon::Daemon(DaemonConfig config) : config_(std::move(config)), log_(DaemonLogFn()) {}
 
 Daemon::~Daemon() {
   StopComponents();
@@ -52,9 +83,11 @@ void Daemon::RequestStop() {
   stop_cv_.notify_all();
 }
 
-bool Daemon::WaitForStop(std::chrono::milliseconds ms) {
-  std::unique_lock<std::mutex> lock(stop_mu_);
-  return stop_cv_.wait_for(lock, ms, [this] { return stop_requested_; });
+void Daemon::PokeRun(bool resync) {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  poked_ = true;
+  resync_ = resync_ || resync;
+  stop_cv_.notify_all();
 }
 
 nlohmann::json Daemon::HealthDetails() const {
@@ -66,6 +99,7 @@ nlohmann::json Daemon::HealthDetails() const {
             {"cron", !config_.cron ? "off"
                      : running_    ? "running"
                                    : "starting"}}},
+          {"served_types", served_types_.load()},
           {"promoted_total", promoted_total_.load()},
           {"reclaimed_total", reclaimed_total_.load()}};
 }
@@ -90,98 +124,155 @@ Status Daemon::PrepareRedis() {
     auto wait = backoff.Next();
     Log(warn, "redis unavailable, retrying",
         {{"error", st.message()}, {"retry_in_ms", static_cast<long long>(wait.count())}});
-    if (WaitForStop(wait)) return Status(StatusCode::kCancelled, "stop requested");
-  }
-}
-
-StatusOr<std::vector<TypeRef>> Daemon::DiscoverServedTypes() {
-  if (!conn_ || conn_->broken()) {
-    auto endpoint = internal::RedisEndpoint::Parse(config_.redis_url);
-    if (!endpoint.ok()) return endpoint.status();
-    auto conn = internal::RedisConnection::Open(*endpoint);
-    if (!conn.ok()) return conn.status();
-    conn_ = std::move(*conn);
-  }
-  for (const std::string& ns : config_.namespaces) {
-    conn_->Append({"SMEMBERS", internal::Keys(ns).Types()});
-  }
-  auto replies = conn_->Flush();
-  if (!replies.ok()) return replies.status();
-  std::vector<TypeRef> out;
-  for (std::size_t i = 0; i < replies->size(); ++i) {
-    const internal::Reply& r = (*replies)[i];
-    if (r.is_error()) return internal::StatusFromErrorReply(r);
-    for (const internal::Reply& t : r.elements)
-      out.push_back({config_.namespaces[i], t.AsString()});
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-void Daemon::RefreshServedTypes() {
-  if (config_.namespaces.empty()) return;
-  auto types = DiscoverServedTypes();
-  if (!types.ok()) {
-    Log(warn, "type discovery failed", {{"error", types.status().message()}});
-    return;
-  }
-  if (served_known_ && *types == served_) return;
-  served_ = std::move(*types);
-  served_known_ = true;
-  Log(info, "serving types", {{"types", TypesText(served_)}});
-  // The promoter serves a fixed list (an empty one would mean every namespace): replace it.
-  // Start the new one before stopping the old one; two promoters at once are safe.
-  std::unique_ptr<internal::Promoter> next;
-  if (!served_.empty()) {
-    internal::Promoter::Options po;
-    po.redis_url = config_.redis_url;
-    po.events_maxlen = config_.events_maxlen;
-    po.limit = config_.promote_batch;
-    po.types = served_;
-    next = std::make_unique<internal::Promoter>(po);
-    if (Status st = next->Start(); !st.ok()) {
-      Log(warn, "promoter start failed", {{"error", st.message()}});
-      served_known_ = false;  // try again on the next discovery
-      return;
+    std::unique_lock<std::mutex> lock(stop_mu_);
+    if (stop_cv_.wait_for(lock, wait, [this] { return stop_requested_; })) {
+      return Status(StatusCode::kCancelled, "stop requested");
     }
   }
-  if (promoter_) {
-    promoted_seen_ += promoter_->promoted_total();
-    promoter_->Stop();
+}
+
+Status Daemon::EnsureConn() {
+  if (conn_ && !conn_->broken()) return Status::Ok();
+  auto endpoint = internal::RedisEndpoint::Parse(config_.redis_url);
+  if (!endpoint.ok()) return endpoint.status();
+  auto conn = internal::RedisConnection::Open(*endpoint);
+  if (!conn.ok()) return conn.status();
+  conn_ = std::move(*conn);
+  return Status::Ok();
+}
+
+void Daemon::LogAdded(const std::vector<TypeRef>& added, const char* how) {
+  if (added.empty()) return;
+  Log(info, "serving new task types",
+      {{"types", TypesText(added)},
+       {"found_by", how},
+       {"served_types", static_cast<unsigned long long>(directory_->Snapshot().size())}});
+}
+
+Status Daemon::Discover(bool scan) {
+  if (Status st = EnsureConn(); !st.ok()) return st;
+  auto added = directory_->Refresh(*conn_, scan);
+  if (!added.ok() && scan && added.status().code() != StatusCode::kUnavailable) {
+    // An ACL user may not be allowed to SCAN: serve what the directory and the messages say.
+    if (!scan_refused_) {
+      Log(warn, "namespace scan failed; serving registered namespaces and announced types only",
+          {{"error", added.status().ToString()}});
+    }
+    scan_refused_ = true;
+    added = directory_->Refresh(*conn_, false);
   }
-  promoter_ = std::move(next);
+  if (!added.ok()) return added.status();
+  LogAdded(*added, scan ? "scan" : "directory");
+  if (!added->empty()) promoter_->Poke();
+  return Status::Ok();
+}
+
+Status Daemon::SyncNewNamespaces() {
+  if (!directory_->HasNewNamespaces()) return Status::Ok();
+  if (Status st = EnsureConn(); !st.ok()) return st;
+  auto added = directory_->SyncNewNamespaces(*conn_);
+  if (!added.ok()) return added.status();
+  LogAdded(*added, "namespace types");
+  if (!added->empty()) promoter_->Poke();
+  return Status::Ok();
+}
+
+void Daemon::CheckLibrary() {
+  if (!EnsureConn().ok()) return;  // the components report the outage
+  Status st = internal::CheckFunctionLibrary(*conn_);
+  if (st.code() == StatusCode::kUnavailable) return;
+  if (!st.ok() && config_.load_functions) {
+    Status loaded = internal::LoadFunctionLibrary(*conn_);
+    if (loaded.ok()) {
+      Log(warn, "functions library was missing, loaded it again", {{"was", st.message()}});
+      library_missing_ = false;
+      return;
+    }
+    st = loaded;
+  }
+  if (!st.ok() && !library_missing_) {
+    Log(err, "functions library missing: nothing is promoted or reclaimed until it is loaded",
+        {{"error", st.message()},
+         {"hint", "run `baton init` (or start batond with --load-functions)"}});
+  } else if (st.ok() && library_missing_) {
+    Log(info, "functions library is back");
+  }
+  library_missing_ = !st.ok();
 }
 
 Status Daemon::StartComponents() {
-  if (config_.namespaces.empty()) {
-    internal::Promoter::Options po;
-    po.redis_url = config_.redis_url;
-    po.events_maxlen = config_.events_maxlen;
-    po.limit = config_.promote_batch;
-    promoter_ = std::make_unique<internal::Promoter>(po);
-    if (Status st = promoter_->Start(); !st.ok()) return st;
-  } else {
-    RefreshServedTypes();
-  }
+  auto endpoint = internal::RedisEndpoint::Parse(config_.redis_url);
+  if (!endpoint.ok()) return endpoint.status();
+  directory_ = std::make_unique<internal::TypeDirectory>(config_.namespaces);
+  internal::TypeDirectory* directory = directory_.get();
+  auto source = [directory] { return directory->Snapshot(); };
+
+  internal::Promoter::Options po;
+  po.redis_url = config_.redis_url;
+  po.limit = config_.promote_batch;
+  po.interval = kPromoterSafetyInterval;
+  po.types_source = source;
+  po.subscribe = false;  // fed by subscriber_ below
+  po.log = log_;
+  promoter_ = std::make_unique<internal::Promoter>(po);
+  if (Status st = promoter_->Start(); !st.ok()) return st;
 
   internal::Reaper::Options ro;
   ro.redis_url = config_.redis_url;
-  ro.lease = config_.lease;
   ro.count = config_.reclaim_batch;
   ro.interval = config_.reaper_interval;
-  ro.events_maxlen = config_.events_maxlen;
   ro.name = config_.instance;
+  ro.types_source = source;
   ro.default_retry.base = config_.retry_base;
   ro.default_retry.max = config_.retry_max;
-  // The reaper's passes run on Run()'s thread (ReapOnce) so that each reclaim is logged.
+  ro.log = log_;
+  ro.on_reclaimed = [this](const TypeRef& type, const internal::ReapResult& r) {
+    reclaimed_total_ += static_cast<std::uint64_t>(r.reclaimed);
+    reclaim_retried_total_ += static_cast<std::uint64_t>(r.retried);
+    reclaim_dead_total_ += static_cast<std::uint64_t>(r.dead);
+    Log(info, "leases expired, tasks taken back",
+        {{"ns", type.ns},
+         {"type", type.type},
+         {"reclaimed", static_cast<long long>(r.reclaimed)},
+         {"retry", static_cast<long long>(r.retried)},
+         {"dead", static_cast<long long>(r.dead)}});
+  };
   reaper_ = std::make_unique<internal::Reaper>(ro);
+  if (Status st = reaper_->Start(); !st.ok()) return st;
+
+  // One subscription feeds the directory (new types) and the promoter (wake-ups). Subscribed
+  // before the first discovery, so that nothing created in between is missed.
+  internal::WakeupSubscriber::Handlers handlers;
+  internal::Promoter* promoter = promoter_.get();
+  handlers.on_type = [this, directory, promoter](const TypeRef& type) {
+    if (!directory->Add(type)) return;
+    Log(info, "serving new task types",
+        {{"types", type.ns + "/" + type.type}, {"found_by", "message"}});
+    promoter->Poke();
+    if (directory->HasNewNamespaces()) PokeRun(false);
+  };
+  handlers.on_wakeup = [this, directory, promoter](const internal::WakeupMessage& msg) {
+    if (!directory->Serves(msg.ns)) return;
+    if (directory->Add({msg.ns, msg.type})) {
+      Log(info, "serving new task types",
+          {{"types", msg.ns + "/" + msg.type}, {"found_by", "message"}});
+      if (directory->HasNewNamespaces()) PokeRun(false);
+    }
+    promoter->Notify(msg);
+  };
+  handlers.on_resubscribed = [this, promoter] {
+    promoter->Resync();
+    PokeRun(true);  // re-read the directory: announcements may have been missed
+  };
+  subscriber_ = std::make_unique<internal::WakeupSubscriber>(*endpoint, std::move(handlers), log_);
+  subscriber_->Start();  // a failure is logged by the subscriber, which keeps retrying
 
   if (config_.cron) {
     internal::CronTicker::Options co;
     co.redis_url = config_.redis_url;
-    co.events_maxlen = config_.events_maxlen;
     co.grace = config_.cron_grace;
     co.namespaces = config_.namespaces;
+    co.log = log_;
     co.on_pass = [](const internal::CronRunResult& r) {
       for (const auto& f : r.fired) {
         Log(f.duplicate ? debug : info, f.duplicate ? "cron tick already fired" : "cron tick fired",
@@ -203,9 +294,6 @@ Status Daemon::StartComponents() {
         Log(err, "cron tick refused by enqueue", {{"job", job}, {"error", why}});
       }
     };
-    co.on_error = [](const Status& st) {
-      Log(warn, "cron pass failed, retrying", {{"error", st.ToString()}});
-    };
     cron_ = std::make_unique<internal::CronTicker>(co);
     if (Status st = cron_->Start(); !st.ok()) return st;
   }
@@ -215,58 +303,27 @@ Status Daemon::StartComponents() {
 
 void Daemon::StopComponents() {
   running_ = false;
-  if (cron_) cron_->Stop();
+  if (subscriber_) subscriber_->Stop();  // first: its handlers use the promoter
+  if (cron_) {
+    cron_->Stop();
+    cron_fired_ = cron_->fired_total();
+  }
   if (promoter_) {
-    promoted_seen_ += promoter_->promoted_total();
+    promoted_total_ = promoter_->promoted_total();
     promoter_->Stop();
   }
+  if (reaper_) reaper_->Stop();
+  subscriber_.reset();
   cron_.reset();
   promoter_.reset();
   reaper_.reset();
-}
-
-bool Daemon::ReapOnce() {
-  if (!reaper_) return true;
-  StatusOr<internal::ReapResult> pass = internal::ReapResult{};
-  if (config_.namespaces.empty()) {
-    pass = reaper_->RunPass();
-  } else {
-    for (const TypeRef& t : served_) {
-      auto one = reaper_->RunOnce(t.ns, t.type);
-      if (!one.ok()) {
-        pass = one.status();
-        break;
-      }
-      pass->reclaimed += one->reclaimed;
-      pass->retried += one->retried;
-      pass->dead += one->dead;
-    }
-  }
-  if (!pass.ok()) {
-    // Logged once per outage, not once per retry.
-    if (reaper_ok_)
-      Log(warn, "reaper pass failed, retrying", {{"error", pass.status().ToString()}});
-    reaper_ok_ = false;
-    return false;
-  }
-  if (!reaper_ok_) Log(info, "reaper recovered");
-  reaper_ok_ = true;
-  if (pass->reclaimed > 0) {
-    reclaimed_total_ += static_cast<std::uint64_t>(pass->reclaimed);
-    reclaim_retried_total_ += static_cast<std::uint64_t>(pass->retried);
-    reclaim_dead_total_ += static_cast<std::uint64_t>(pass->dead);
-    Log(info, "leases expired, tasks taken back",
-        {{"reclaimed", static_cast<long long>(pass->reclaimed)},
-         {"retry", static_cast<long long>(pass->retried)},
-         {"dead", static_cast<long long>(pass->dead)}});
-  }
-  return true;
+  directory_.reset();
 }
 
 void Daemon::LogStats(bool force) {
   std::uint64_t promoted = promoted_total_.load();
   std::uint64_t reclaimed = reclaimed_total_.load();
-  std::uint64_t cron = cron_ ? cron_->fired_total() : 0;
+  std::uint64_t cron = cron_ ? cron_->fired_total() : cron_fired_;
   if (!force && promoted == logged_promoted_ && reclaimed == logged_reclaimed_ &&
       cron == logged_cron_) {
     return;
@@ -279,7 +336,8 @@ void Daemon::LogStats(bool force) {
        {"reclaimed_total", static_cast<unsigned long long>(reclaimed)},
        {"reclaim_retry_total", static_cast<unsigned long long>(reclaim_retried_total_.load())},
        {"reclaim_dead_total", static_cast<unsigned long long>(reclaim_dead_total_.load())},
-       {"cron_fired_total", static_cast<unsigned long long>(cron)}});
+       {"cron_fired_total", static_cast<unsigned long long>(cron)},
+       {"served_types", static_cast<unsigned long long>(served_types_.load())}});
 }
 
 Status Daemon::Run() {
@@ -288,9 +346,10 @@ Status Daemon::Run() {
        {"redis", config_.redis_url.find('@') == std::string::npos ? config_.redis_url
                                                                   : "(with credentials)"},
        {"namespaces", config_.namespaces.empty() ? "all" : Join(config_.namespaces)},
-       {"lease_ms", static_cast<long long>(config_.lease.count())},
        {"promote_batch", config_.promote_batch},
        {"reaper_interval_ms", static_cast<long long>(config_.reaper_interval.count())},
+       {"discovery_interval_ms", static_cast<long long>(config_.discovery_interval.count())},
+       {"scan_interval_s", static_cast<long long>(config_.scan_interval.count())},
        {"cron", config_.cron},
        {"health", config_.health.empty() ? "off" : config_.health}});
   if (!config_.health.empty()) {
@@ -319,36 +378,74 @@ Status Daemon::Run() {
     auto wait = backoff.Next();
     Log(warn, "start failed, retrying",
         {{"error", st.ToString()}, {"retry_in_ms", static_cast<long long>(wait.count())}});
-    if (WaitForStop(wait)) return Status::Ok();
+    std::unique_lock<std::mutex> lock(stop_mu_);
+    if (stop_cv_.wait_for(lock, wait, [this] { return stop_requested_; })) return Status::Ok();
   }
-  Log(info, "batond running", {{"instance", config_.instance}});
 
-  auto now = std::chrono::steady_clock::now();
-  auto next_discovery = now + config_.discovery_interval;
+  // The first discovery (with a SCAN) runs at once; then the directory is re-read every
+  // discovery interval, SCANned every scan interval, and whenever a message brought a namespace
+  // to register or the subscription was lost.
+  const bool scans = config_.namespaces.empty();
+  auto now = Clock::now();
+  auto next_refresh = now;
+  auto next_scan = now;
+  auto next_library = now + kLibraryCheckInterval;
   auto next_stats = now + kStatsInterval;
-  internal::Backoff reap_backoff(config_.reaper_interval, std::chrono::milliseconds(5000));
+  internal::Backoff discovery_backoff(std::chrono::milliseconds(200),
+                                      std::chrono::milliseconds(5000));
+  bool announced = false;
   while (true) {
-    std::chrono::milliseconds wait = config_.reaper_interval;
-    if (ReapOnce()) {
-      reap_backoff.Reset();
-    } else {
-      wait = reap_backoff.Next();
+    bool resync = false;
+    {
+      std::unique_lock<std::mutex> lock(stop_mu_);
+      auto until = std::min({next_refresh, next_library, next_stats});
+      if (scans) until = std::min(until, next_scan);
+      stop_cv_.wait_until(lock, until, [this] { return stop_requested_ || poked_; });
+      if (stop_requested_) break;
+      poked_ = false;
+      resync = resync_;
+      resync_ = false;
     }
-    promoted_total_ = promoted_seen_.load() + (promoter_ ? promoter_->promoted_total() : 0);
-    now = std::chrono::steady_clock::now();
-    if (now >= next_discovery) {
-      RefreshServedTypes();
-      next_discovery = now + config_.discovery_interval;
+    now = Clock::now();
+    // After a lost subscription, announcements of new namespaces may have been missed: SCAN.
+    const bool scan = scans && (resync || now >= next_scan);
+    Status st = Status::Ok();
+    if (resync || scan || now >= next_refresh) {
+      st = Discover(scan);
+      if (st.ok()) {
+        next_refresh = now + config_.discovery_interval;
+        if (scan) next_scan = now + config_.scan_interval;
+      }
+    }
+    if (st.ok()) st = SyncNewNamespaces();
+    if (st.ok()) {
+      discovery_backoff.Reset();
+      discovery_outage_.Succeeded(log_);
+    } else {
+      auto wait = discovery_backoff.Next();
+      discovery_outage_.Failed(log_, st, wait);
+      next_refresh = std::min(next_refresh, now + wait);
+      if (conn_ && conn_->broken()) conn_.reset();
+    }
+    served_types_ = directory_->Snapshot().size();
+    promoted_total_ = promoter_->promoted_total();
+    if (!announced && st.ok()) {
+      announced = true;
+      Log(info, "batond running",
+          {{"instance", config_.instance},
+           {"served_types", static_cast<unsigned long long>(served_types_.load())}});
+    }
+    if (now >= next_library) {
+      CheckLibrary();
+      next_library = now + kLibraryCheckInterval;
     }
     if (now >= next_stats) {
       LogStats(false);
       next_stats = now + kStatsInterval;
     }
-    if (WaitForStop(wait)) break;
   }
   Log(info, "batond stopping", {{"instance", config_.instance}});
   StopComponents();
-  promoted_total_ = promoted_seen_.load();
   LogStats(true);
   if (health_) health_->Stop();
   Log(info, "batond stopped", {{"instance", config_.instance}});

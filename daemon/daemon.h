@@ -1,13 +1,19 @@
 #pragma once
 // batond's wiring: the delayed-task promoter, the lease reaper and the cron ticker against one
-// Redis, plus the optional health server. Start-up waits (with backoff) for Redis and checks the
-// functions library; after that every component reconnects by itself, so a Redis restart costs a
-// pause, not a crash.
+// Redis, the directory of the (namespace, type) pairs they serve, plus the optional health server.
+// Start-up waits (with backoff) for Redis and checks the functions library; after that every
+// component reconnects by itself, so a Redis restart costs a pause, not a crash.
+//
+// Every namespace that has work is served, registered or not (docs/batond.md "Discovery"): one
+// subscription to baton:v2:types and baton:v2:wakeup feeds the directory (and the promoter's
+// wake-ups); Run()'s thread re-reads the directory every discovery interval and SCANs the keyspace
+// for unregistered namespaces every scan interval (and at start-up), and registers what it finds.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -15,11 +21,16 @@
 #include "config.h"
 #include "health_server.h"
 #include "scheduler/cron_ticker.h"
+#include "scheduler/loop_log.h"
 #include "scheduler/promoter.h"
 #include "scheduler/reaper.h"
-#include "scheduler/type_ref.h"
+#include "scheduler/type_directory.h"
+#include "scheduler/wakeup_subscriber.h"
 
 namespace baton::batond {
+
+// The loops' log callback, writing through batond's logger (text or JSON).
+internal::LogFn DaemonLogFn();
 
 class Daemon {
  public:
@@ -29,10 +40,10 @@ class Daemon {
   Daemon& operator=(const Daemon&) = delete;
 
   // Runs until RequestStop(): starts the health server, waits for Redis, loads the functions
-  // library when configured, checks its version, starts the components, then reaps leases and
-  // rediscovers types on this thread. Returns OK after a requested stop; kVersionMismatch when the
-  // library in Redis is not the one this build needs; kUnavailable when the health address cannot
-  // be bound; kInvalidArgument for a bad setting.
+  // library when configured, checks its version, starts the components, then keeps the directory
+  // of served types up to date on this thread. Returns OK after a requested stop; kVersionMismatch
+  // when the library in Redis is not the one this build needs; kUnavailable when the health
+  // address cannot be bound; kInvalidArgument for a bad setting.
   Status Run();
   // Asks Run() to stop and return (graceful: components finish their current pass). Thread-safe;
   // not async-signal-safe (call it from a signal-waiting thread, as main.cpp does).
@@ -43,44 +54,50 @@ class Daemon {
   Status PrepareRedis();
   Status StartComponents();
   void StopComponents();
-  // The (ns, type) pairs of the configured namespaces (config_.namespaces not empty).
-  StatusOr<std::vector<internal::TypeRef>> DiscoverServedTypes();
-  // With configured namespaces, (re)starts the promoter when the set of their types changed.
-  void RefreshServedTypes();
-  // One reaper pass over the served types; false when it failed (Redis unreachable).
-  bool ReapOnce();
+  // Connects conn_ when needed.
+  Status EnsureConn();
+  // Re-reads the directory (with a SCAN when `scan`); pokes the promoter when types were added.
+  Status Discover(bool scan);
+  // Registers and reads the namespaces first seen in messages.
+  Status SyncNewNamespaces();
+  // Checks the functions library; reloads it when configured to, else reports it missing (once).
+  void CheckLibrary();
+  void LogAdded(const std::vector<internal::TypeRef>& added, const char* how);
   void LogStats(bool force);
-  // Sleeps up to `ms`; true when a stop was requested.
-  bool WaitForStop(std::chrono::milliseconds ms);
+  // Wakes Run()'s loop (a new namespace to register, a lost subscription to make up for).
+  void PokeRun(bool resync);
   nlohmann::json HealthDetails() const;
 
   DaemonConfig config_;
+  internal::LogFn log_;
 
-  std::mutex stop_mu_;
+  std::mutex stop_mu_;  // guards the three flags below
   std::condition_variable stop_cv_;
   bool stop_requested_ = false;
+  bool poked_ = false;
+  bool resync_ = false;
 
   std::unique_ptr<HealthServer> health_;
+  std::unique_ptr<internal::TypeDirectory> directory_;
   std::unique_ptr<internal::Promoter> promoter_;
   std::unique_ptr<internal::Reaper> reaper_;
+  std::unique_ptr<internal::WakeupSubscriber> subscriber_;
   std::unique_ptr<internal::CronTicker> cron_;
   std::unique_ptr<internal::RedisConnection> conn_;  // discovery (Run's thread only)
-
-  // Served types when namespaces are configured (empty config_.namespaces: all, found by the
-  // components themselves each pass).
-  std::vector<internal::TypeRef> served_;
-  bool served_known_ = false;
 
   std::atomic<bool> running_{false};  // components started
   std::atomic<std::uint64_t> reclaimed_total_{0};
   std::atomic<std::uint64_t> reclaim_retried_total_{0};
   std::atomic<std::uint64_t> reclaim_dead_total_{0};
-  std::atomic<std::uint64_t> promoted_seen_{0};   // promoted_total of replaced promoters
   std::atomic<std::uint64_t> promoted_total_{0};  // refreshed by Run()'s loop, read by /healthz
-  bool reaper_ok_ = true;
+  std::atomic<std::uint64_t> served_types_{0};    // likewise
+  internal::OutageLog discovery_outage_{"discovery"};
+  bool library_missing_ = false;
+  bool scan_refused_ = false;
   std::uint64_t logged_promoted_ = 0;
   std::uint64_t logged_reclaimed_ = 0;
   std::uint64_t logged_cron_ = 0;
+  std::uint64_t cron_fired_ = 0;  // of the stopped cron ticker
 };
 
 }  // namespace baton::batond

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "broker/function_library.h"
 #include "broker/redis_connection.h"
 
 namespace baton::batond {
@@ -25,8 +26,9 @@ struct HealthServer::Impl {
   std::mutex probe_mu;
   std::unique_ptr<RedisConnection> probe;
 
-  // OK when Redis answers PING within the probe timeout.
-  Status ProbeRedis() {
+  // OK when Redis answers PING within the probe timeout. *library: the functions library check
+  // (FCALL_RO baton_v2_version), run when Redis answered.
+  Status ProbeRedis(Status* library) {
     std::lock_guard<std::mutex> lock(probe_mu);
     if (probe && probe->broken()) probe.reset();
     if (!probe) {
@@ -40,20 +42,37 @@ struct HealthServer::Impl {
       return reply.status();
     }
     if (reply->is_error()) return Status::Unavailable("PING: " + reply->str);
+    // A Redis restarted without persistence, or FUNCTION FLUSH, loses the library: every call of
+    // the promoter, the reaper and the workers fails until someone loads it again.
+    *library = internal::CheckFunctionLibrary(*probe);
+    if (library->code() == StatusCode::kUnavailable) {
+      probe.reset();
+      return *library;
+    }
     return Status::Ok();
   }
 
   void HandleHealthz(httplib::Response& res) {
     nlohmann::json body = nlohmann::json::object();
     if (options.details) body = options.details();
-    Status redis = ProbeRedis();
-    body["status"] = redis.ok() ? "ok" : "unavailable";
+    Status library = Status::Ok();
+    Status redis = ProbeRedis(&library);
+    const bool healthy = redis.ok() && library.ok();
+    body["status"] = healthy ? "ok" : "unavailable";
     body["redis"] = redis.ok() ? "up" : "down";
-    if (!redis.ok()) body["error"] = redis.message();
+    if (!redis.ok()) {
+      body["error"] = redis.message();
+    } else {
+      body["functions"] = library.ok() ? "ok" : "missing";
+      if (!library.ok()) {
+        body["error"] = library.message();
+        body["hint"] = "run `baton init` (or start batond with --load-functions)";
+      }
+    }
     body["uptime_s"] =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started)
             .count();
-    res.status = redis.ok() ? 200 : 503;
+    res.status = healthy ? 200 : 503;
     res.set_header("Cache-Control", "no-store");
     res.set_content(body.dump(), "application/json");
   }

@@ -1,7 +1,10 @@
 #pragma once
 // The health check an orchestrator probes: `GET /healthz` answers 200 with
-// {"status":"ok","redis":"up",...} while Redis answers PING, and 503 with
-// {"status":"unavailable","redis":"down","error":"..."} when it does not.
+// {"status":"ok","redis":"up","functions":"ok",...} while Redis answers PING and has this build's
+// functions library, and 503 with {"status":"unavailable","redis":"down","error":"..."} when Redis
+// does not answer, or {"status":"unavailable","redis":"up","functions":"missing","error":"...",
+// "hint":"run `baton init` ..."} when the library is gone (FUNCTION FLUSH, a restart without
+// persistence) or another version.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -16,7 +19,7 @@ struct HealthServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0 = any free port (see HealthServer::port())
   std::string redis_url;
-  std::chrono::milliseconds probe_timeout{1000};  // connect + PING, per probe
+  std::chrono::milliseconds probe_timeout{1000};  // connect + PING + version check, per probe
   // Extra fields merged into every answer (instance, components); called on the server's threads.
   std::function<nlohmann::json()> details;
 };

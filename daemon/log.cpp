@@ -111,7 +111,7 @@ void SetupLogging(spdlog::level::level_enum level, LogFormat format) {
   spdlog::set_default_logger(std::move(logger));
 }
 
-std::string RenderLogLine(std::string_view msg, std::initializer_list<LogField> fields) {
+std::string RenderLogLine(std::string_view msg, std::span<const LogField> fields) {
   std::string out;
   if (g_format.load() == LogFormat::kJson) {
     out += "\"msg\":";
@@ -135,8 +135,7 @@ std::string RenderLogLine(std::string_view msg, std::initializer_list<LogField> 
   return out;
 }
 
-void Log(spdlog::level::level_enum level, std::string_view msg,
-         std::initializer_list<LogField> fields) {
+void Log(spdlog::level::level_enum level, std::string_view msg, std::span<const LogField> fields) {
   auto logger = spdlog::default_logger_raw();
   if (!logger->should_log(level)) return;
   logger->log(level, "{}", RenderLogLine(msg, fields));

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,8 @@ class LogValue {
   LogValue(unsigned long v) : text_(std::to_string(v)), bare_(true) {}       // NOLINT
   LogValue(unsigned long long v) : text_(std::to_string(v)), bare_(true) {}  // NOLINT
   LogValue(double v);                                                        // NOLINT
+  // Text as it is: `bare` renders it without quotes (a number already formatted).
+  LogValue(std::string text, bool bare) : text_(std::move(text)), bare_(bare) {}
 
   const std::string& text() const { return text_; }
   bool bare() const { return bare_; }
@@ -52,10 +55,16 @@ struct LogField {
 };
 
 // The message part of a line (everything after the timestamp and level), in the active format.
-std::string RenderLogLine(std::string_view msg, std::initializer_list<LogField> fields);
+std::string RenderLogLine(std::string_view msg, std::span<const LogField> fields);
+inline std::string RenderLogLine(std::string_view msg, std::initializer_list<LogField> fields) {
+  return RenderLogLine(msg, std::span<const LogField>(fields.begin(), fields.size()));
+}
 
 // Logs `msg` with `fields` at `level` through the default logger.
-void Log(spdlog::level::level_enum level, std::string_view msg,
-         std::initializer_list<LogField> fields = {});
+void Log(spdlog::level::level_enum level, std::string_view msg, std::span<const LogField> fields);
+inline void Log(spdlog::level::level_enum level, std::string_view msg,
+                std::initializer_list<LogField> fields = {}) {
+  Log(level, msg, std::span<const LogField>(fields.begin(), fields.size()));
+}
 
 }  // namespace baton::batond

@@ -1,4 +1,6 @@
-// Example worker: handlers for the demo's task types. Runs until SIGTERM/SIGINT.
+// Example worker: handlers for the demo's task types. Runs until SIGTERM/SIGINT. batond (which
+// the demo starts) promotes retries and delayed tasks and takes back the tasks of dead workers;
+// without a batond, set options.maintenance = true to do it in this process.
 //   baton_example_worker redis://127.0.0.1:6379
 #include <baton/worker.h>
 

@@ -427,12 +427,14 @@ local function trim_final(ctx)
   end
 end
 
--- The final state of ids that have no live record: a list of state-or-false, by index.
+-- The final state of ids that have no live record: a list of state-or-false, by index. A final
+-- state older than the retention no longer counts, even before trim_final removed it.
 local function final_states(ctx, ids)
   local scores = call_many('ZMSCORE', ctx.keys.done, ids)
+  local cutoff = ctx.now - ctx.config.done_retention_s * 1000
   local out, look, l = {}, {}, 0
   for i = 1, #ids do
-    if scores[i] then
+    if scores[i] and tonumber_(scores[i]) > cutoff then
       l = l + 1
       look[l] = i
       out[i] = 'done'

@@ -93,6 +93,12 @@ def python(protocol, errors):
             out.append(f'    "{code["lua"]}": "{code["code"]}",')
     out.append("}")
     out.append("")
+    out.append("# Redis' own error replies by prefix -> (client code, hint)")
+    out.append("REDIS_ERRORS = {")
+    for e in errors.get("redis_errors", []):
+        out.append(f'    "{e["prefix"]}": ("{e["code"]}", "{e["hint"]}"),')
+    out.append("}")
+    out.append("")
     out.append(f"GLOBAL_KEYS = {protocol['global_keys']!r}")
     out.append(f"CHANNELS = {protocol['channels']!r}")
     out.append("")

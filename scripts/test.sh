@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/check_format.sh
+/usr/bin/python3 scripts/gen_protocol.py --check  # generated protocol constants are fresh
 scripts/build.sh release
 (cd build/release && ctest --output-on-failure -j2 --timeout 600)
 BATON_BUILD_DIR=build/release tests/install/check_install.sh

@@ -16,8 +16,16 @@ namespace baton {
 struct ClientOptions {
   std::string redis_url = "redis://127.0.0.1:6379";
   std::chrono::milliseconds timeout{5000};
-  std::size_t events_maxlen = 100000;  // cap of each namespace's events stream; 0 = no events
-  std::chrono::seconds done_retention{86400};  // how long done markers / final records live
+};
+
+// The settings of one namespace, kept in Redis (baton_v2_configure) so that every client, worker
+// and daemon of every language applies the same ones. Defaults: contract/protocol.json.
+struct NamespaceSettings {
+  std::int64_t events_maxlen = 0;     // events entries kept; 0 = no events
+  std::int64_t done_retention_s = 0;  // a finished id stays a duplicate for enqueue this long
+  std::int64_t dlq_max = 0;           // dead tasks kept per task type (oldest dropped beyond)
+  std::int64_t dlq_retention_s = 0;   // dead tasks older than this are dropped
+  std::int64_t lease_ms = 0;          // lease of a task whose worker asks for none
 };
 
 struct EnqueueOptions {
@@ -89,9 +97,15 @@ class Client {
 
   // Cancels a queued or scheduled/retrying task (its type is read from the task record).
   // kNotFound if there is no such live task, kConflict if it is running or dead, kInvalidArgument
-  // for a malformed namespace or id. The final record (state "cancelled") is kept for
-  // ClientOptions::done_retention.
+  // for a malformed namespace or id. The final state "cancelled" is kept for the namespace's
+  // done_retention_s.
   Status Cancel(const std::string& ns, const std::string& task_id);
+
+  // Changes settings of a namespace (name -> value as text, "" = back to the default; names as
+  // in NamespaceSettings) and returns the effective settings. No changes: read only.
+  // kInvalidArgument names the setting and its range; nothing is written then.
+  StatusOr<NamespaceSettings> ConfigureNamespace(
+      const std::string& ns, const std::vector<std::pair<std::string, std::string>>& changes = {});
 
   // Builds the Task a request would enqueue (task_id: options.task_id or a new UUIDv7;
   // created_at: now), validated. Does not touch Redis; thread-safe.

@@ -23,19 +23,15 @@ class InspectorCore;
 struct InspectorOptions {
   std::string redis_url = "redis://127.0.0.1:6379";
   std::chrono::milliseconds timeout{5000};
-  std::size_t events_maxlen = 100000;          // events cap passed to replay / delete
-  std::chrono::seconds done_retention{86400};  // lifetime of the `deleted` marker of DeleteDead
-  // A pending entry idle longer than this is "stuck" (the doctor's pending_stuck). Use the lease
-  // your workers run with (WorkerOptions::lease).
-  std::chrono::milliseconds lease{15000};
   // A consumer that talked to Redis within this window is live. Baton workers poll at least every
   // WorkerOptions::block (2 s), so a live worker is never idle for long.
   std::chrono::milliseconds live_consumer_window{30000};
   // A scheduled task this late is "overdue": nothing promotes due tasks (batond is not running).
+  // Leases have no grace: a lease past its deadline (leases:TYPE) is expired.
   std::chrono::milliseconds overdue_grace{5000};
   std::size_t event_scan_limit = 20000;       // events read per GetTask and per rate measure
   std::size_t scheduled_scan_limit = 100000;  // records read to split delayed from retrying
-  std::size_t entry_scan_limit = 10000;       // stream / PEL entries read by one count or check
+  std::size_t entry_scan_limit = 10000;       // stream / PEL / lease entries read by one count
 };
 
 // One consumer of a consumer group (XINFO CONSUMERS).
@@ -50,9 +46,12 @@ struct ConsumerInfo {
 struct GroupInfo {
   std::string name;
   std::string last_delivered_id;
-  std::int64_t pending = 0;             // delivered, not yet acked: in flight (the lease)
-  std::optional<std::int64_t> lag;      // XINFO GROUPS `lag`, when Redis could compute it
-  std::int64_t ready = 0;               // entries not yet delivered to this group (see ListQueues)
+  std::int64_t pending = 0;         // delivered, not yet acked: in flight
+  std::optional<std::int64_t> lag;  // XINFO GROUPS `lag` as Redis reports it (not used: see ready)
+  // Entries in the stream after the group's last-delivered-id: what it has yet to deliver. Counted
+  // from the stream itself (Redis 7.0's lag is wrong after deletions, e.g. a cancel).
+  std::int64_t ready = 0;
+  bool ready_exact = true;  // false when the count stopped at entry_scan_limit (then a bound)
   std::vector<ConsumerInfo> consumers;  // by name
   int live_consumers = 0;
 };
@@ -64,6 +63,7 @@ struct QueueRates {
   std::int64_t failed = 0;         // -> retry or -> dead
   std::int64_t queued = 0;         // -> queued (enqueued now, promoted, replayed)
   std::int64_t started = 0;        // queued -> active (delivered to a worker)
+  std::int64_t dropped = 0;        // dead -> dropped (the dead-letter caps removed them)
   // False when more than InspectorOptions::event_scan_limit events happened in the minute: the
   // counts then cover the newest events only and are scaled up to the minute.
   bool exact = true;
@@ -74,13 +74,15 @@ struct QueueInfo {
   std::string ns;
   std::string type;
   std::int64_t stream_length = 0;  // live entries in the work stream (acked ones are deleted)
-  // Entries waiting for a worker: the largest `ready` of the groups, or the stream length when
-  // there is no group. A group's ready is its XINFO GROUPS `lag`, or, when Redis reports no lag
-  // (it cannot after deletions in the middle of the stream), stream length minus its pending.
+  // Entries waiting for a worker: the largest `ready` of the groups (entries after the group's
+  // last-delivered-id), or the stream length when there is no group.
   std::int64_t ready = 0;
-  std::int64_t in_flight = 0;  // sum of the groups' pending counts
-  std::int64_t delayed = 0;    // first run not due yet (scheduled set, record state scheduled)
-  std::int64_t retrying = 0;   // waiting for a retry (scheduled set, record state retry)
+  bool ready_exact = true;
+  std::int64_t in_flight = 0;       // sum of the groups' pending counts
+  std::int64_t leased = 0;          // tasks with a lease (leases:TYPE)
+  std::int64_t expired_leases = 0;  // of those, past their deadline: not yet taken back
+  std::int64_t delayed = 0;         // first run not due yet (scheduled set, record state scheduled)
+  std::int64_t retrying = 0;        // waiting for a retry (scheduled set, record state retry)
   // False when the scheduled set had more members than InspectorOptions::scheduled_scan_limit:
   // delayed + retrying is still exact, their split is extrapolated from the earliest members.
   bool scheduled_split_exact = true;
@@ -98,15 +100,19 @@ struct PendingEntry {
   std::string stream_id;
   std::string task_id;  // "" when the entry is gone from the stream
   std::string consumer;
-  std::int64_t idle_ms = 0;
+  std::int64_t idle_ms = 0;  // since it was delivered (heartbeats do not reset it)
   std::int64_t deliveries = 0;
+  // The task's lease deadline (leases:TYPE, Unix ms); absent when the task has no lease (it was
+  // delivered outside baton_v2_dequeue, or it finished and the entry is gone).
+  std::optional<std::int64_t> lease_deadline_ms;
 };
 
 struct PendingConsumer {
   std::string name;
   std::int64_t count = 0;
-  std::int64_t max_idle_ms = 0;       // of its pending entries (lease age of its oldest task)
+  std::int64_t max_idle_ms = 0;       // of its pending entries (its longest running task)
   std::int64_t consumer_idle_ms = 0;  // since the consumer itself last talked to Redis
+  std::int64_t expired = 0;           // of its entries, tasks whose lease deadline has passed
 };
 
 struct PendingGroup {
@@ -120,15 +126,28 @@ struct PendingGroup {
 struct PendingReport {
   std::string ns;
   std::string type;
-  std::int64_t lease_ms = 0;
+  std::int64_t now_ms = 0;          // server time of the report
+  std::int64_t expired_leases = 0;  // tasks of the type whose lease deadline has passed
   std::vector<PendingGroup> groups;
   nlohmann::json ToJson() const;
 };
 
-enum class TaskState { kQueued, kActive, kScheduled, kRetry, kDead, kDone, kCancelled, kDeleted };
+// active: queued and leased (leases:TYPE). done, cancelled, deleted and dropped are final: the id
+// is in baton:v2:{ns}:done (and, but for done, in ended) for the namespace's done_retention_s.
+enum class TaskState {
+  kQueued,
+  kActive,
+  kScheduled,
+  kRetry,
+  kDead,
+  kDone,
+  kCancelled,
+  kDeleted,
+  kDropped,  // removed from the dead-letter queue by its caps (dlq_max, dlq_retention_s)
+};
 std::string_view TaskStateName(TaskState state);  // "queued", "active", ...
 
-// One failed attempt (baton:{ns}:errors).
+// One failed attempt (baton:v2:{ns}:errors).
 struct TaskError {
   int attempt = 0;
   std::string kind;  // error, timeout, non_retryable, malformed, lease_expired
@@ -138,7 +157,8 @@ struct TaskError {
   std::int64_t at_ms = 0;
 };
 
-// One state change of the task (baton:{ns}:events).
+// One state change of the task (baton:v2:{ns}:events). An events entry may cover a whole batch;
+// this is the task's part of it (its attempt is at the task's position in the entry).
 struct TaskEvent {
   std::string event_id;
   std::int64_t at_ms = 0;
@@ -149,15 +169,15 @@ struct TaskEvent {
   std::string error;
 };
 
-// The task's entry held by a consumer.
+// The task's entry held by a consumer (XPENDING).
 struct TaskLease {
   std::string group;
   std::string consumer;
-  std::int64_t idle_ms = 0;
+  std::int64_t idle_ms = 0;  // since the delivery
   std::int64_t deliveries = 0;
 };
 
-// The task body as stored (stream entry fields or baton:{ns}:bodies): text, exactly as written.
+// The task body as stored (stream entry fields or baton:v2:{ns}:bodies): text, as written.
 struct TaskBody {
   std::string payload;  // JSON object text
   std::string max_retry;
@@ -171,17 +191,21 @@ struct TaskBody {
 struct TaskInfo {
   std::string ns;
   std::string id;
+  // "" for a done task whose events are gone from the events stream (done keeps no type).
   std::string type;
   TaskState state = TaskState::kQueued;
-  // Attempts made: before this delivery (queued, active), failed so far (retry, dead), or in all
-  // (done).
+  // Attempts made: before this delivery (queued, active), failed so far (retry, dead, and the
+  // other final states), or in all (done: from its "-> done" event; 0 when that is gone).
   int attempts = 0;
-  std::string stream_id;                      // queued, active: the stream entry
-  std::vector<TaskLease> leases;              // active: who holds it
+  std::string stream_id;          // queued, active: the stream entry
+  std::vector<TaskLease> leases;  // queued, active: the groups whose PEL holds the entry
+  // active: the lease deadline (leases:TYPE, Unix ms, server clock); past now = expired, not yet
+  // taken back by a reaper.
+  std::optional<std::int64_t> lease_deadline_ms;
   std::optional<std::int64_t> due_ms;         // scheduled, retry
   std::optional<std::int64_t> dead_since_ms;  // dead
-  std::optional<std::int64_t> finished_ms;    // done, cancelled, deleted
-  std::string finished_by;                    // done: the worker
+  std::optional<std::int64_t> finished_ms;    // final states (done ZSET score)
+  std::string finished_by;                    // done: the worker of its "-> done" event
   std::optional<TaskBody> body;               // absent once finished
   std::vector<TaskError> errors;              // oldest first (cleared when the task succeeds)
   std::vector<TaskEvent> events;              // oldest first
@@ -223,21 +247,24 @@ struct DeadBatchResult {
 // submitted but never ran", docs/cli.md "baton doctor").
 enum class DoctorCode {
   // One task.
-  kNotFound,           // no record, no done marker
+  kNotFound,           // no record, no final state
   kScheduled,          // delayed, due later
   kOverdue,            // scheduled or retrying, due in the past, not promoted: no promoter runs
   kRetrying,           // failed, waits for its next attempt
   kDead,               // in the dead-letter queue
   kNoGroup,            // the stream has no consumer group: no worker ever subscribed
   kGroupAfterBacklog,  // the group's position is past the entry, which is not pending: skipped
-  kPendingStuck,       // pending longer than the lease: the worker is stuck or dead
-  kActive,             // running, within the lease
-  kNoLiveConsumer,     // queued, the group has no live consumer
-  kQueuedBacklog,      // queued behind other entries, consumers are live
-  kLostEntry,          // the record points at a stream entry that does not exist
-  kDone,               // finished
-  kCancelled,          // cancelled before it ran
-  kDeleted,            // deleted from the dead-letter queue
+  // Its lease deadline passed and no reaper took it back (the worker stopped heartbeating), or
+  // it is pending without a lease (delivered outside baton_v2_dequeue: no reaper ever will).
+  kPendingStuck,
+  kActive,          // running, within its lease
+  kNoLiveConsumer,  // queued, the group has no live consumer
+  kQueuedBacklog,   // queued behind other entries, consumers are live
+  kLostEntry,       // the record points at a stream entry that does not exist
+  kDone,            // finished
+  kCancelled,       // cancelled before it ran
+  kDeleted,         // deleted from the dead-letter queue
+  kDropped,         // dropped from the dead-letter queue by its caps
   // A queue (DoctorQueue) also uses kNoGroup, kGroupAfterBacklog, kPendingStuck, kNoLiveConsumer,
   // kQueuedBacklog, kOverdue and kDead.
   kHealthy,         // consumers live, nothing stuck
@@ -263,7 +290,7 @@ struct QueueDiagnosis {
   nlohmann::json ToJson() const;
 };
 
-// A rescue in progress (docs/rescue.md), as stored in baton:{ns}:rescue:TYPE.
+// A rescue in progress (docs/rescue.md), as stored in baton:v2:{ns}:rescue:TYPE.
 struct RescueState {
   std::string ns;
   std::string type;
@@ -309,32 +336,33 @@ class Inspector {
   Inspector(const Inspector&) = delete;
   Inspector& operator=(const Inspector&) = delete;
 
-  // Every namespace in baton:namespaces, sorted.
+  // Every namespace in baton:v2:namespaces, sorted.
   StatusOr<std::vector<std::string>> ListNamespaces();
-  // One QueueInfo per task type of `ns` (baton:{ns}:types), sorted by type.
+  // One QueueInfo per task type of `ns` (baton:v2:{ns}:types), sorted by type.
   StatusOr<std::vector<QueueInfo>> ListQueues(const std::string& ns);
   // One type (kNotFound when it has no stream, scheduled set or dead-letter queue).
   StatusOr<QueueInfo> GetQueue(const std::string& ns, const std::string& type);
-  // The pending entries of every group of (ns, type), per consumer.
+  // The pending entries of every group of (ns, type), per consumer, with their leases.
   StatusOr<PendingReport> Pending(const std::string& ns, const std::string& type);
 
   // Where the task is and what happened to it. kNotFound when there is neither a live record nor
-  // a done marker.
+  // a final state (done ZSET).
   StatusOr<TaskInfo> GetTask(const std::string& ns, const std::string& id);
 
   // Dead tasks matching the filter, oldest death first.
   StatusOr<std::vector<DeadTask>> ListDead(const std::string& ns, const DeadFilter& filter);
   // Puts a dead task back in its stream with a fresh retry budget (its error history stays);
   // `new_payload` (a JSON object) replaces the payload. Returns the new stream entry id.
-  // kNotFound when there is no live task `id`, kConflict when it is live but not dead,
+  // kNotFound when there is no live task `id`, kConflict when it is live but not dead or when
+  // its stored body cannot become a valid task (the message says why and what to do),
   // kInvalidArgument when the payload is not a JSON object, kVersionMismatch (run `baton init`).
   StatusOr<std::string> ReplayDead(const std::string& ns, const std::string& id,
                                    const std::optional<std::string>& new_payload = std::nullopt);
-  // Deletes a dead task for good (a `deleted` final record stays for the retention). Errors as
-  // ReplayDead.
+  // Deletes a dead task for good (final state `deleted`, kept for the namespace's
+  // done_retention_s). Errors as ReplayDead.
   Status DeleteDead(const std::string& ns, const std::string& id);
-  // Replays / deletes every dead task matching the filter (one baton_dlq_replay / _delete per task,
-  // pipelined 500 per round trip). A task that fails (it changed meanwhile) is listed in the
+  // Replays / deletes every dead task matching the filter (one baton_v2_dlq_replay / _delete per
+  // task, pipelined 500 per round trip). A task that fails (it changed meanwhile) is listed in the
   // result; the others still go through.
   StatusOr<DeadBatchResult> ReplayDeadMatching(const std::string& ns, const DeadFilter& filter);
   StatusOr<DeadBatchResult> PurgeDead(const std::string& ns, const DeadFilter& filter);

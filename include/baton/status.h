@@ -14,16 +14,24 @@ namespace baton {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // BATON_INVALID
-  kNotFound,          // BATON_NOT_FOUND
-  kConflict,          // BATON_CONFLICT
-  kAlreadyExists,     // duplicate task id / held unique key
-  kVersionMismatch,   // functions library version differs from the client's
-  kUnavailable,       // Redis unreachable or the connection broke
-  kDeadlineExceeded,  // an attempt ran past its execution_timeout
-  kCancelled,         // the work was cancelled (shutdown, lease lost)
-  kInternal,          // unexpected reply: a bug
+  kInvalidArgument,    // BATON_INVALID
+  kNotFound,           // BATON_NOT_FOUND
+  kConflict,           // BATON_CONFLICT
+  kAlreadyExists,      // duplicate task id / held unique key
+  kVersionMismatch,    // functions library version differs from the client's
+  kUnavailable,        // Redis unreachable or the connection broke
+  kDeadlineExceeded,   // an attempt ran past its execution_timeout
+  kCancelled,          // the work was cancelled (shutdown, lease lost)
+  kResourceExhausted,  // Redis refused a write: OOM (maxmemory reached)
+  kInternal,           // unexpected reply: a bug
 };
+
+// True for the codes where the same call may succeed later without a change by the caller:
+// kUnavailable (unreachable, LOADING, BUSY, READONLY replica, cluster down) and
+// kResourceExhausted (OOM).
+inline bool IsRetryable(StatusCode code) {
+  return code == StatusCode::kUnavailable || code == StatusCode::kResourceExhausted;
+}
 
 // "ok", "invalid_argument", ... as in contract/errors.json (plus "deadline_exceeded" and
 // "cancelled", which never cross the Redis boundary).

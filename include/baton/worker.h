@@ -2,10 +2,14 @@
 // The worker runtime: register handlers by (namespace, task_type), then Run(). Each task type has
 // its own fetcher thread, Redis connection and pool of handler threads, so a slow or backlogged
 // type never delays another. A fetcher only takes as many tasks as it has idle handler threads.
-// At-least-once: a task is acked only after its handler returned OK; a worker that dies holding a
-// task loses its lease and the reaper hands the task to another worker (as a failed attempt).
+// At-least-once: a task is acked only after its handler returned OK. Every task a worker takes is
+// leased to it in Redis for the type's lease (TypeOptions::lease_ms) and the worker extends the
+// lease while the handler runs; a worker that dies or hangs stops extending, and once the lease
+// ends whoever reclaims (batond, or a worker with maintenance on) hands the task to another worker
+// (as a failed attempt). Nobody takes a task whose lease is still running.
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -62,11 +66,12 @@ class NonRetryableError : public std::runtime_error {
 };
 
 // A handler returns OK for success. A non-OK Status, or any exception, is a failed attempt: it is
-// recorded in baton:{ns}:errors with a message (Status::ToString(), or "<exception type>: what()")
-// and a stack trace (for exceptions the stack where the worker caught it; for a Status, where the
-// worker observed it), and the task retries with backoff until it has run 1 + max_retry times.
-// An attempt that returns after its execution_timeout fails as "timeout" whatever it returned.
-// Handlers run concurrently on several threads (TypeOptions::concurrency): make them thread-safe.
+// recorded in baton:v2:{ns}:errors with a message (Status::ToString(), or "<exception type>:
+// what()") and a stack trace (for exceptions the stack where the worker caught it; for a Status,
+// where the worker observed it), and the task retries with backoff until it has run 1 + max_retry
+// times. An attempt that returns after its execution_timeout fails as "timeout" whatever it
+// returned. Handlers run concurrently on several threads (TypeOptions::concurrency): make them
+// thread-safe.
 using Handler = std::function<Status(TaskContext&)>;
 // A Status (code kInvalidArgument, `message`) the worker treats as non-retryable.
 Status NonRetryable(std::string message);
@@ -76,7 +81,14 @@ struct TypeOptions {
   // 0 = WorkerOptions::default_concurrency. Throughput with very short handlers grows with it
   // (each round trip to Redis acks and fetches up to this many tasks).
   int concurrency = 0;
-  RetryPolicy retry;  // also used by this worker's reaper for tasks of this type
+  RetryPolicy retry;  // also used by this worker's maintenance (if on) for tasks of this type
+  // Lease of every task of this type this worker takes, in ms (1000..86400000): the worker extends
+  // it every lease_ms/3 while the handler runs; once it ends without an extension (the worker
+  // crashed, hung past execution_timeout or lost Redis) the task may be reclaimed. 0 = the
+  // namespace's lease_ms setting (baton_v2_configure, default 30000), read once by Start(). Make
+  // it a few times longer than the longest stall a healthy worker may see (a slow network, a
+  // Redis failover): a shorter lease only makes a dead worker's tasks come back sooner.
+  std::int64_t lease_ms = 0;
 };
 
 struct WorkerOptions {
@@ -88,19 +100,19 @@ struct WorkerOptions {
   std::string group = "baton";
   std::string service = "worker";
   int default_concurrency = 4;
-  int fetch_batch = 64;  // most entries per dequeue call (>= 1)
-  // XREAD BLOCK when the stream is empty and nothing is in flight. While tasks are in flight the
-  // fetcher blocks at most 100 ms at a time, so that their acks are sent promptly.
-  std::chrono::milliseconds block{2000};
-  // A task idle this long in the PEL is taken back. Running tasks are extended every lease/3.
-  std::chrono::milliseconds lease{15000};
+  int fetch_batch = 64;  // most entries per dequeue call (1..1000)
+  // XREAD BLOCK when the stream is empty and nothing is in flight: an idle fetcher costs Redis two
+  // commands per `block`. While tasks are in flight the fetcher blocks at most 100 ms at a time,
+  // so that their acks are sent promptly.
+  std::chrono::milliseconds block{5000};
   std::chrono::milliseconds shutdown_grace{10000};
-  std::chrono::seconds done_retention{86400};
-  std::size_t events_maxlen = 100000;
-  // Run the promoter (delayed/retry -> stream) and the lease reaper inside this worker. batond does
-  // the same job standalone; both may run at once safely.
-  bool maintenance = true;
-  std::chrono::milliseconds maintenance_interval{100};
+  // Also promote due delayed/retrying tasks and reclaim expired leases of this worker's types,
+  // inside this process. Off by default: batond does it for every namespace. Turn it on when no
+  // batond runs (tests, a single-process setup): without either, retries and delayed tasks stay
+  // scheduled and a dead worker's tasks stay leased to it. It sleeps until the next due time or
+  // lease deadline Redis reports (at most 1 s at a time); it never polls faster. Several
+  // maintenance loops and batond may run at once safely.
+  bool maintenance = false;
   // Run() stops gracefully on SIGTERM/SIGINT: it installs handlers for them (restored when Run()
   // returns). The worker's own threads always block both signals; call Run() from the main thread
   // (or block the signals in the application's other threads) so that they reach Run().
@@ -113,7 +125,7 @@ struct WorkerStats {
   std::uint64_t failed = 0;     // failures recorded (went to retry or dead), malformed included
   std::uint64_t dead = 0;       // of those, went to the dead-letter queue
   // Delivered entries this worker could not decode (e.g. payload not a JSON object); entries that
-  // baton_dequeue itself buries (missing fields, no task record) never reach a worker.
+  // baton_v2_dequeue itself buries (missing fields, no task record) never reach a worker.
   std::uint64_t malformed = 0;
 };
 
@@ -127,12 +139,14 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   // Errors: kInvalidArgument (bad name, empty handler, concurrency < 0, retry base < 1 ms or
-  // max < base), kAlreadyExists (this (ns, type) is registered), kConflict (already started).
+  // max < base, lease_ms neither 0 nor 1000..86400000), kAlreadyExists (this (ns, type) is
+  // registered), kConflict (already started).
   Status Register(const std::string& ns, const std::string& task_type, Handler handler,
                   TypeOptions options = {});
-  // Connects, checks the functions library version, adds the namespaces and types to the
-  // directory (baton:namespaces, baton:{ns}:types), starts the fetchers, the heartbeat and, with
-  // maintenance, the promoter and the reaper; returns at once. Errors: kVersionMismatch (the
+  // Connects, checks the functions library version, adds the namespaces to baton:v2:namespaces
+  // (once per process and Redis; a convenience, batond finds work without it), reads the
+  // namespace's lease_ms for the types that use it, starts the fetchers, the lease keeper and,
+  // with maintenance, the maintenance loop; returns at once. Errors: kVersionMismatch (the
   // message says to run `baton init`), kUnavailable, kInvalidArgument (options, or no handler
   // registered), kConflict (called twice). Once started, threads reconnect by themselves
   // (backoff 100 ms doubling to 5 s) and keep unsent acks until they are sent.

@@ -50,28 +50,27 @@ TEST(EnqueueCall, CommandLayout) {
   items[1].unique_ttl_s = 60;
   const auto calls = PlanEnqueueCalls(items);
   ASSERT_EQ(calls.size(), 1u);
-  const auto argv = BuildEnqueueCommand(calls[0], items, 1000);
-  ASSERT_EQ(argv.size(), 3u + 6 + 4 + 3 + 20);
+  const auto argv = BuildEnqueueCommand(calls[0], items);
+  // FCALL name numkeys, 9 fixed keys + 1 unique key, N, 10 values per task.
+  ASSERT_EQ(argv.size(), 3u + 9 + 1 + 1 + 20);
   EXPECT_EQ(argv[0], "FCALL");
-  EXPECT_EQ(argv[1], "baton_enqueue");
+  EXPECT_EQ(argv[1], "baton_v2_enqueue");
   EXPECT_EQ(argv[2], "10");
-  EXPECT_EQ(argv[3], "baton:{shop}:stream:mail");
-  EXPECT_EQ(argv[4], "baton:{shop}:scheduled:mail");
-  EXPECT_EQ(argv[5], "baton:{shop}:tasks");
-  EXPECT_EQ(argv[6], "baton:{shop}:bodies");
-  EXPECT_EQ(argv[7], "baton:{shop}:events");
-  EXPECT_EQ(argv[8], "baton:{shop}:types");
-  EXPECT_EQ(argv[9], "baton:{shop}:done:t1");
-  EXPECT_EQ(argv[10], "baton:{shop}:unique:");
-  EXPECT_EQ(argv[11], "baton:{shop}:done:t2");
-  EXPECT_EQ(argv[12], "baton:{shop}:unique:order-7");
-  EXPECT_EQ(argv[13], "mail");
-  EXPECT_EQ(argv[14], "1000");
-  EXPECT_EQ(argv[15], "2");
-  EXPECT_EQ(argv[16], "t1");
-  EXPECT_EQ(argv[26], "t2");
-  EXPECT_EQ(argv[34], "order-7");
-  EXPECT_EQ(argv[35], "60");
+  EXPECT_EQ(argv[3], "baton:v2:{shop}:stream:mail");
+  EXPECT_EQ(argv[4], "baton:v2:{shop}:scheduled:mail");
+  EXPECT_EQ(argv[5], "baton:v2:{shop}:tasks");
+  EXPECT_EQ(argv[6], "baton:v2:{shop}:bodies");
+  EXPECT_EQ(argv[7], "baton:v2:{shop}:events");
+  EXPECT_EQ(argv[8], "baton:v2:{shop}:types");
+  EXPECT_EQ(argv[9], "baton:v2:{shop}:done");
+  EXPECT_EQ(argv[10], "baton:v2:{shop}:ended");
+  EXPECT_EQ(argv[11], "baton:v2:{shop}:config");
+  EXPECT_EQ(argv[12], "baton:v2:{shop}:unique:order-7");  // only tasks with a unique key
+  EXPECT_EQ(argv[13], "2");
+  EXPECT_EQ(argv[14], "t1");
+  EXPECT_EQ(argv[24], "t2");
+  EXPECT_EQ(argv[32], "order-7");
+  EXPECT_EQ(argv[33], "60");
 }
 
 Reply Pair(std::string status, Reply detail) {

@@ -9,11 +9,11 @@
 namespace baton::internal {
 namespace {
 
-// A library named baton whose baton_version answers "0": what an old deployment looks like.
+// A library named baton_v2 whose baton_v2_version answers "0": a mismatched build.
 constexpr const char* kOldLibrary =
-    "#!lua name=baton\n"
-    "redis.register_function{function_name='baton_version', callback=function() return '0' end, "
-    "flags={'no-writes'}}\n";
+    "#!lua name=baton_v2\n"
+    "redis.register_function{function_name='baton_v2_version', callback=function() return '0' "
+    "end, flags={'no-writes'}}\n";
 
 std::unique_ptr<RedisConnection> Open(const testing::RedisServer& server) {
   RedisEndpoint endpoint;
@@ -24,7 +24,7 @@ std::unique_ptr<RedisConnection> Open(const testing::RedisServer& server) {
 }
 
 TEST(FunctionLibrary, EmbeddedSourceIsTheBatonLibrary) {
-  EXPECT_EQ(FunctionLibrarySource().rfind("#!lua name=baton", 0), 0u);
+  EXPECT_EQ(FunctionLibrarySource().rfind("#!lua name=baton_v2\n", 0), 0u);
   EXPECT_EQ(std::string(FunctionLibrarySource()), testing::FunctionLibrarySource());
 }
 
@@ -36,7 +36,7 @@ TEST(FunctionLibrary, CheckWithoutTheLibrarySaysNone) {
   EXPECT_EQ(status.code(), StatusCode::kVersionMismatch);
   EXPECT_EQ(
       status.message(),
-      "functions library version none loaded in Redis, this client needs 1: run 'baton init'");
+      "functions library version none loaded in Redis, this client needs 2: run 'baton init'");
 }
 
 TEST(FunctionLibrary, LoadThenCheck) {
@@ -50,7 +50,7 @@ TEST(FunctionLibrary, LoadThenCheck) {
   EXPECT_TRUE(CheckFunctionLibrary(*c).ok());
   // Loading again replaces the library.
   EXPECT_TRUE(LoadFunctionLibrary(*c).ok());
-  EXPECT_EQ(server.String({"FCALL_RO", "baton_version", "0"}), "1");
+  EXPECT_EQ(server.String({"FCALL_RO", "baton_v2_version", "0"}), "2");
 }
 
 TEST(FunctionLibrary, OtherVersionIsAMismatchAndLoadReplacesIt) {
@@ -61,9 +61,22 @@ TEST(FunctionLibrary, OtherVersionIsAMismatchAndLoadReplacesIt) {
   Status status = CheckFunctionLibrary(*c);
   EXPECT_EQ(status.code(), StatusCode::kVersionMismatch);
   EXPECT_EQ(status.message(),
-            "functions library version 0 loaded in Redis, this client needs 1: run 'baton init'");
+            "functions library version 0 loaded in Redis, this client needs 2: run 'baton init'");
   ASSERT_TRUE(LoadFunctionLibrary(*c).ok());
   EXPECT_TRUE(CheckFunctionLibrary(*c).ok());
+}
+
+// Rolling upgrade (docs/upgrading.md): v1 (library `baton`) stays loaded and callable beside v2.
+TEST(FunctionLibrary, V2LoadsBesideV1) {
+  testing::RedisServer server;
+  server.Command({"FUNCTION", "LOAD", testing::LegacyV1LibrarySource()});
+  auto c = Open(server);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(CheckFunctionLibrary(*c).code(), StatusCode::kVersionMismatch);
+  ASSERT_TRUE(LoadFunctionLibrary(*c).ok());
+  EXPECT_TRUE(CheckFunctionLibrary(*c).ok());
+  EXPECT_EQ(server.String({"FCALL_RO", "baton_version", "0"}), "1");
+  EXPECT_EQ(server.String({"FCALL_RO", "baton_v2_version", "0"}), "2");
 }
 
 TEST(FunctionLibrary, UnreachableRedisIsUnavailable) {

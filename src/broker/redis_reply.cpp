@@ -18,6 +18,27 @@ constexpr ErrorCode kErrorCodes[] = {
     {"BATON_CONFLICT", StatusCode::kConflict},
 };
 
+// Redis' own errors by their first word (contract/errors.json "redis_errors"), with a hint.
+struct RedisError {
+  std::string_view prefix;
+  StatusCode code;
+  std::string_view hint;
+};
+constexpr RedisError kRedisErrors[] = {
+    {"OOM", StatusCode::kResourceExhausted,
+     "Redis reached maxmemory: raise maxmemory or drain queues (Baton needs maxmemory-policy "
+     "noeviction)"},
+    {"READONLY", StatusCode::kUnavailable, "connected to a replica: point Baton at the primary"},
+    {"LOADING", StatusCode::kUnavailable, "Redis is loading its dataset: retry shortly"},
+    {"BUSY", StatusCode::kUnavailable, "Redis is busy running a script: retry shortly"},
+    {"MASTERDOWN", StatusCode::kUnavailable, "the replica lost its primary"},
+    {"CLUSTERDOWN", StatusCode::kUnavailable, "the cluster is down"},
+    {"TRYAGAIN", StatusCode::kUnavailable, "the cluster is resharding: retry"},
+    {"NOSCRIPT", StatusCode::kVersionMismatch, "run 'baton init'"},
+    {"ERR Function not found", StatusCode::kVersionMismatch,
+     "the Baton functions library is not loaded: run 'baton init'"},
+};
+
 // Where a "BATON_..." code word starts: at the beginning, or after a prefix Redis adds when a
 // script raises a plain Lua error ("ERR user_function:12: BATON_INVALID ...").
 std::size_t FindBatonCode(std::string_view text) {
@@ -66,6 +87,10 @@ Status StatusFromErrorReply(const Reply& reply) {
       while (!message.empty() && message.front() == ' ') message.remove_prefix(1);
       return Status(error.code, std::string(message));
     }
+  }
+  for (const RedisError& error : kRedisErrors) {
+    if (text.substr(0, error.prefix.size()) != error.prefix) continue;
+    return Status(error.code, "redis: " + reply.str + " (" + std::string(error.hint) + ")");
   }
   return Status::Internal("redis: " + reply.str);
 }

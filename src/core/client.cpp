@@ -10,6 +10,8 @@
 
 #include "broker/enqueue_call.h"
 #include "broker/function_library.h"
+#include "broker/functions.h"
+#include "broker/namespace_settings.h"
 #include "broker/redis_connection.h"
 #include "core/keys.h"
 #include "core/task_rules.h"
@@ -60,7 +62,7 @@ StatusOr<EnqueueItem> MakeItem(Task task, const EnqueueOptions& options) {
 struct Client::Impl {
   ClientOptions options;
   std::unique_ptr<internal::RedisConnection> connection;
-  // Namespaces this client has already recorded in baton:namespaces.
+  // Namespaces this client has already recorded in baton:v2:namespaces.
   std::unordered_set<std::string> known_namespaces;
 
   // A broken connection is reopened (and the library version checked again: the server may have
@@ -78,7 +80,7 @@ StatusOr<std::vector<EnqueueResult>> Client::Impl::Submit(const std::vector<Enqu
   if (items.empty()) return std::vector<EnqueueResult>();
   if (Status s = EnsureConnected(); !s.ok()) return s;
 
-  // baton:namespaces is a plain directory outside any function: one SADD per new namespace per
+  // baton:v2:namespaces is a plain directory outside any function: one SADD per new namespace per
   // client, riding in the same round trip as the enqueues.
   std::vector<std::string> sadd = {"SADD", std::string(internal::Keys::kNamespaces)};
   for (const EnqueueItem& item : items) {
@@ -92,7 +94,7 @@ StatusOr<std::vector<EnqueueResult>> Client::Impl::Submit(const std::vector<Enqu
 
   const std::vector<internal::EnqueueCall> calls = internal::PlanEnqueueCalls(items);
   for (const internal::EnqueueCall& call : calls) {
-    connection->Append(internal::BuildEnqueueCommand(call, items, options.events_maxlen));
+    connection->Append(internal::BuildEnqueueCommand(call, items));
   }
   StatusOr<std::vector<Reply>> replies = connection->Flush();
   if (!replies.ok()) return replies.status();
@@ -213,17 +215,26 @@ Status Client::Cancel(const std::string& ns, const std::string& task_id) {
   }
   const std::string type = text.substr(first + 1, second - first - 1);
 
-  StatusOr<Reply> reply = connection.Command(
-      {"FCALL", "baton_cancel", "7", keys.Stream(type), keys.Scheduled(type), keys.Tasks(),
-       keys.Bodies(), keys.Events(), keys.Done(task_id), keys.Errors(), task_id,
-       std::to_string(impl_->options.done_retention.count()),
-       std::to_string(impl_->options.events_maxlen)});
+  StatusOr<Reply> reply = connection.Command(internal::fn::Cancel(ns, type, task_id));
   if (!reply.ok()) return reply.status().WithContext("cancel");
   if (reply->is_error()) return internal::StatusFromErrorReply(*reply).WithContext("cancel");
   if (reply->AsString() != "cancelled") {
     return Status::Internal("cancel: unexpected reply '" + reply->AsString() + "'");
   }
   return Status::Ok();
+}
+
+StatusOr<NamespaceSettings> Client::ConfigureNamespace(
+    const std::string& ns, const std::vector<std::pair<std::string, std::string>>& changes) {
+  if (Status s = internal::task_rules::CheckName("namespace", ns); !s.ok()) {
+    return s.WithContext("configure");
+  }
+  if (Status s = impl_->EnsureConnected(); !s.ok()) return s.WithContext("configure");
+  StatusOr<Reply> reply = impl_->connection->Command(internal::fn::Configure(ns, changes));
+  if (!reply.ok()) return reply.status().WithContext("configure");
+  StatusOr<NamespaceSettings> settings = internal::ParseNamespaceSettings(*reply);
+  if (!settings.ok()) return settings.status().WithContext("configure");
+  return settings;
 }
 
 }  // namespace baton

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "baton/client.h"
+#include "broker/functions.h"
 #include "core/keys.h"
 #include "harness/redis_server.h"
 
@@ -255,8 +256,9 @@ TEST_F(ClientTest, CancelQueuedScheduledAndUnknown) {
   ASSERT_TRUE(client_->Cancel("shop", queued->task_id).ok());
   EXPECT_EQ(server_.Integer({"XLEN", keys.Stream("mail")}), 0);
   EXPECT_EQ(server_.Integer({"HEXISTS", keys.Tasks(), queued->task_id}), 0);
-  EXPECT_NE(server_.String({"GET", keys.Done(queued->task_id)}).find("\"cancelled\""),
-            std::string::npos);
+  EXPECT_NE(server_.Command({"ZSCORE", keys.Done(), queued->task_id})->type, REDIS_REPLY_NIL);
+  EXPECT_EQ(server_.String({"HGET", keys.Ended(), queued->task_id}).rfind("cancelled|mail|", 0),
+            0u);
 
   ASSERT_TRUE(client_->Cancel("shop", scheduled->task_id).ok());
   EXPECT_EQ(server_.Integer({"ZCARD", keys.Scheduled("report")}), 0);
@@ -273,9 +275,7 @@ TEST_F(ClientTest, CancelActiveIsAConflict) {
   auto queued = client_->Enqueue(Request("shop", "mail"));
   ASSERT_TRUE(queued.ok()) << queued.status().ToString();
   const Keys keys("shop");
-  auto delivered = server_.Command({"FCALL", "baton_dequeue", "6", keys.Stream("mail"),
-                                    keys.Tasks(), keys.Events(), keys.Bodies(), keys.Errors(),
-                                    keys.Dead("mail"), "workers", "w1", "10", "1000"});
+  auto delivered = server_.Command(internal::fn::Dequeue("shop", "mail", "workers", "w1", 10, 0));
   ASSERT_EQ(delivered->type, REDIS_REPLY_ARRAY);
   Status status = client_->Cancel("shop", queued->task_id);
   EXPECT_EQ(status.code(), StatusCode::kConflict) << status.ToString();
@@ -289,14 +289,14 @@ TEST(ClientConnect, VersionMismatchWithoutLibrary) {
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), StatusCode::kVersionMismatch);
   EXPECT_EQ(client.status().message(),
-            "connect: functions library version none loaded in Redis, this client needs 1: run "
+            "connect: functions library version none loaded in Redis, this client needs 2: run "
             "'baton init'");
 }
 
 TEST(ClientConnect, VersionMismatchWithAnotherVersion) {
   testing::RedisServer server;
   server.Command({"FUNCTION", "LOAD",
-                  "#!lua name=baton\nredis.register_function{function_name='baton_version', "
+                  "#!lua name=baton_v2\nredis.register_function{function_name='baton_v2_version', "
                   "callback=function() return '0' end, flags={'no-writes'}}\n"});
   ClientOptions options;
   options.redis_url = server.url();
@@ -315,20 +315,48 @@ TEST(ClientConnect, UnreachableAndBadUrl) {
   EXPECT_EQ(Client::Connect(options).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(ClientConnect, EventsCanBeTurnedOff) {
+TEST(ClientConnect, EventsCanBeTurnedOffPerNamespace) {
   testing::RedisServer server;
   server.LoadFunctions();
   ClientOptions options;
   options.redis_url = server.url();
-  options.events_maxlen = 0;
   auto client = Client::Connect(options);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto settings = (*client)->ConfigureNamespace("quiet", {{"events_maxlen", "0"}});
+  ASSERT_TRUE(settings.ok()) << settings.status().ToString();
+  EXPECT_EQ(settings->events_maxlen, 0);
+  EXPECT_EQ(settings->lease_ms, 30000);
   TaskRequest request;
   request.ns = "quiet";
   request.task_type = "t";
   ASSERT_TRUE((*client)->Enqueue(request).ok());
   EXPECT_EQ(server.Integer({"EXISTS", Keys("quiet").Events()}), 0);
   EXPECT_EQ(server.Integer({"XLEN", Keys("quiet").Stream("t")}), 1);
+  // Another namespace keeps its events.
+  request.ns = "loud";
+  ASSERT_TRUE((*client)->Enqueue(request).ok());
+  EXPECT_EQ(server.Integer({"XLEN", Keys("loud").Events()}), 1);
+}
+
+TEST(ClientConnect, ConfigureNamespaceNamesTheSettingAndItsRange) {
+  testing::RedisServer server;
+  server.LoadFunctions();
+  ClientOptions options;
+  options.redis_url = server.url();
+  auto client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto bad = (*client)->ConfigureNamespace("shop", {{"lease_ms", "5"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "configure: lease_ms: must be an integer 1000..86400000");
+  auto unknown = (*client)->ConfigureNamespace("shop", {{"colour", "1"}});
+  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  auto set = (*client)->ConfigureNamespace("shop", {{"dlq_max", "7"}});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->dlq_max, 7);
+  auto back = (*client)->ConfigureNamespace("shop", {{"dlq_max", ""}});
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->dlq_max, 100000);
 }
 
 TEST(ClientConnect, ReconnectsAfterTheConnectionBroke) {

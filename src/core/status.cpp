@@ -24,6 +24,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "deadline_exceeded";
     case StatusCode::kCancelled:
       return "cancelled";
+    case StatusCode::kResourceExhausted:
+      return "resource_exhausted";
     case StatusCode::kInternal:
       return "internal";
   }

@@ -1,9 +1,11 @@
 // Inspector: the dead-letter queue (list, replay, delete, purge). Writes go through the functions
-// library (baton_dlq_replay, baton_dlq_delete), so they follow the state machine and emit events.
+// library (baton_v2_dlq_replay, baton_v2_dlq_delete, built by broker/functions.h), so they follow
+// the state machine and emit events.
 #include <algorithm>
 
 #include "baton/inspector.h"
 #include "baton/task.h"
+#include "broker/functions.h"
 #include "core/keys.h"
 #include "inspect/inspector_core.h"
 #include "inspect/task_record.h"
@@ -33,29 +35,6 @@ Status CheckPayload(const std::string& payload) {
         "must be at most " + std::to_string(kMaxPayloadBytes) + " bytes once serialized");
   }
   return Status::Ok();
-}
-
-Command ReplayCommand(const Keys& keys, const std::string& type, const std::string& id,
-                      const std::string& payload, std::size_t maxlen) {
-  return {
-      "FCALL",       "baton_dlq_replay", "5", keys.Dead(type), keys.Stream(type),     keys.Tasks(),
-      keys.Bodies(), keys.Events(),      id,  payload,         std::to_string(maxlen)};
-}
-
-Command DeleteCommand(const Keys& keys, const std::string& type, const std::string& id,
-                      std::int64_t retention_s, std::size_t maxlen) {
-  return {"FCALL",
-          "baton_dlq_delete",
-          "6",
-          keys.Dead(type),
-          keys.Tasks(),
-          keys.Bodies(),
-          keys.Errors(),
-          keys.Events(),
-          keys.Done(id),
-          id,
-          std::to_string(retention_s),
-          std::to_string(maxlen)};
 }
 
 // The type of a dead task, from its record. kNotFound / kConflict say why it is not dead.
@@ -161,8 +140,7 @@ StatusOr<std::string> Inspector::ReplayDead(const std::string& ns, const std::st
   Keys keys(ns);
   auto type = DeadTaskType(*core_, keys, ns, id);
   if (!type.ok()) return type.status();
-  auto sid = core_->Call(
-      ReplayCommand(keys, *type, id, new_payload.value_or(""), core_->options().events_maxlen));
+  auto sid = core_->Call(internal::fn::DlqReplay(ns, *type, id, new_payload.value_or("")));
   if (!sid.ok()) return sid.status();
   return sid->AsString();
 }
@@ -174,8 +152,7 @@ Status Inspector::DeleteDead(const std::string& ns, const std::string& id) {
   Keys keys(ns);
   auto type = DeadTaskType(*core_, keys, ns, id);
   if (!type.ok()) return type.status();
-  auto reply = core_->Call(DeleteCommand(keys, *type, id, core_->options().done_retention.count(),
-                                         core_->options().events_maxlen));
+  auto reply = core_->Call(internal::fn::DlqDelete(ns, *type, id));
   return reply.ok() ? Status::Ok() : reply.status();
 }
 
@@ -213,10 +190,8 @@ StatusOr<DeadBatchResult> Inspector::ReplayDeadMatching(const std::string& ns,
   auto dead = ListDead(ns, filter);
   if (!dead.ok()) return dead.status();
   if (Status s = core_->EnsureLibrary(); !s.ok()) return s;
-  Keys keys(ns);
-  std::size_t maxlen = core_->options().events_maxlen;
   return ForEachDead(*core_, *dead, [&](const DeadTask& d) {
-    return ReplayCommand(keys, d.type, d.id, "", maxlen);
+    return internal::fn::DlqReplay(ns, d.type, d.id, "");
   });
 }
 
@@ -224,12 +199,8 @@ StatusOr<DeadBatchResult> Inspector::PurgeDead(const std::string& ns, const Dead
   auto dead = ListDead(ns, filter);
   if (!dead.ok()) return dead.status();
   if (Status s = core_->EnsureLibrary(); !s.ok()) return s;
-  Keys keys(ns);
-  std::int64_t retention = core_->options().done_retention.count();
-  std::size_t maxlen = core_->options().events_maxlen;
-  return ForEachDead(*core_, *dead, [&](const DeadTask& d) {
-    return DeleteCommand(keys, d.type, d.id, retention, maxlen);
-  });
+  return ForEachDead(*core_, *dead,
+                     [&](const DeadTask& d) { return internal::fn::DlqDelete(ns, d.type, d.id); });
 }
 
 }  // namespace baton

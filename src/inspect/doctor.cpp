@@ -2,7 +2,8 @@
 // checklist "task submitted but never ran" in order: is there such a task (here)? did it finish?
 // is it waiting in the delayed set (delay_seconds left at N)? retrying or dead? does the stream
 // have a consumer group? did the group start after the task and skip it? is it held by a worker,
-// and for how long? are the workers alive? is it simply behind a backlog?
+// and is its lease (leases:TYPE, moved by heartbeats) still running? are the workers alive? is it
+// simply behind a backlog?
 #include <algorithm>
 #include <charconv>
 
@@ -11,6 +12,7 @@
 #include "inspect/event_scan.h"
 #include "inspect/inspector_core.h"
 #include "inspect/stream_id.h"
+#include "inspect/stream_state.h"
 #include "inspect/task_lookup.h"
 #include "inspect/time_text.h"
 
@@ -25,7 +27,6 @@ using internal::Reply;
 namespace {
 
 constexpr std::size_t kNamespacesSearched = 200;
-constexpr std::size_t kChunk = 1000;
 
 Verdict Make(DoctorCode code, Severity severity, std::string message, nlohmann::json facts) {
   Verdict v;
@@ -61,24 +62,23 @@ std::string LastError(const TaskInfo& info) {
 // Namespaces other than `ns` where task `id` is live or recently finished.
 StatusOr<std::vector<std::string>> FindElsewhere(internal::InspectorCore& core,
                                                  const std::string& ns, const std::string& id) {
-  auto members = core.Call({"SMEMBERS", std::string(Keys::kNamespaces)});
-  if (!members.ok()) return members.status();
+  auto namespaces = internal::KnownNamespaces(core);
+  if (!namespaces.ok()) return namespaces.status();
   std::vector<std::string> others;
-  for (const Reply& m : members->elements) {
-    if (m.AsString() != ns && others.size() < kNamespacesSearched) others.push_back(m.AsString());
+  for (const std::string& other : *namespaces) {
+    if (other != ns && others.size() < kNamespacesSearched) others.push_back(other);
   }
-  std::sort(others.begin(), others.end());
   std::vector<Command> commands;
   for (const auto& other : others) {
     Keys keys(other);
     commands.push_back({"HEXISTS", keys.Tasks(), id});
-    commands.push_back({"EXISTS", keys.Done(id)});
+    commands.push_back({"ZSCORE", keys.Done(), id});
   }
   auto replies = core.Pipeline(commands);
   if (!replies.ok()) return replies.status();
   std::vector<std::string> found;
   for (std::size_t i = 0; i < others.size(); ++i) {
-    if ((*replies)[2 * i].AsInteger() > 0 || (*replies)[2 * i + 1].AsInteger() > 0) {
+    if ((*replies)[2 * i].AsInteger() > 0 || (*replies)[2 * i + 1].type == Reply::Type::kString) {
       found.push_back(others[i]);
     }
   }
@@ -90,9 +90,10 @@ StatusOr<Verdict> NotFound(internal::InspectorCore& core, const std::string& ns,
   auto elsewhere = FindElsewhere(core, ns, id);
   if (!elsewhere.ok()) return elsewhere.status();
   std::string message = "no task " + id + " in namespace " + ns +
-                        ": no live record and no done marker. Either it was never enqueued here "
-                        "(wrong namespace? wrong Redis?), or it finished longer ago than the done "
-                        "retention (24 h by default) and its marker expired.";
+                        ": no live record and no final state. Either it was never enqueued here "
+                        "(wrong namespace? wrong Redis?), or it finished longer ago than the "
+                        "namespace's done_retention_s (24 h by default; `baton config get " +
+                        ns + "`) and its final state was dropped.";
   nlohmann::json facts = {{"namespace", ns}, {"found_in_namespaces", *elsewhere}};
   if (!elsewhere->empty()) {
     message += " A task with this id exists in namespace " + elsewhere->front() +
@@ -114,12 +115,25 @@ Verdict Finished(const TaskInfo& info) {
                     Plural(info.attempts, "attempt") + ".",
                 facts);
   }
+  if (info.state == TaskState::kDropped) {
+    return Make(DoctorCode::kDropped, Severity::kWarning,
+                "died after " + Plural(info.attempts, "attempt") +
+                    " and was dropped from the dead-letter queue at " + When(at, info.now_ms) +
+                    " by its caps (dlq_max per type, dlq_retention_s): it cannot be replayed. "
+                    "Enqueue it again if it still matters; raise the caps with `baton config set " +
+                    info.ns + " dlq_max N`.",
+                facts);
+  }
   facts["worker"] = info.finished_by;
+  std::string how;
+  if (info.attempts > 0) {
+    how = " after " + Plural(info.attempts, "attempt") +
+          (info.finished_by.empty() ? "" : " on worker " + info.finished_by);
+  } else {
+    how = " (its attempts and worker are no longer in the events stream)";
+  }
   return Make(DoctorCode::kDone, Severity::kOk,
-              "finished (done) at " + When(at, info.now_ms) + " after " +
-                  Plural(info.attempts, "attempt") +
-                  (info.finished_by.empty() ? "" : " on worker " + info.finished_by) + ".",
-              facts);
+              "finished (done) at " + When(at, info.now_ms) + how + ".", facts);
 }
 
 Verdict Waiting(const TaskInfo& info, std::int64_t grace_ms) {
@@ -170,23 +184,54 @@ Verdict Dead(const TaskInfo& info) {
               facts);
 }
 
-// Entries strictly between `after` and `before` (ids), counted up to `limit`.
-StatusOr<std::pair<std::int64_t, bool>> CountBetween(internal::InspectorCore& core,
-                                                     const std::string& stream,
-                                                     const std::string& after,
-                                                     const std::string& before, std::size_t limit) {
-  std::int64_t count = 0;
-  std::string start = "(" + after;
-  std::string end = "(" + before;
-  while (static_cast<std::size_t>(count) < limit) {
-    std::size_t chunk = std::min(kChunk, limit - static_cast<std::size_t>(count));
-    auto reply = core.Call({"XRANGE", stream, start, end, "COUNT", std::to_string(chunk)});
-    if (!reply.ok()) return reply.status();
-    count += static_cast<std::int64_t>(reply->elements.size());
-    if (reply->elements.size() < chunk) return std::make_pair(count, true);
-    start = "(" + reply->elements.back().elements[0].AsString();
+// The task is delivered: its lease (deadline in leases:TYPE) and who holds its entry (XPENDING).
+// nullopt when no group holds the entry (a lease without a holder is dropped by the next reaper).
+std::optional<Verdict> Held(const internal::TaskLookup& lookup) {
+  const TaskInfo& info = lookup.info;
+  if (info.leases.empty()) return std::nullopt;
+  const std::int64_t now = info.now_ms;
+  const TaskLease& holder = *std::min_element(
+      info.leases.begin(), info.leases.end(),
+      [](const TaskLease& a, const TaskLease& b) { return a.idle_ms < b.idle_ms; });
+  nlohmann::json facts = {{"stream_id", info.stream_id},
+                          {"group", holder.group},
+                          {"consumer", holder.consumer},
+                          {"idle_ms", holder.idle_ms},
+                          {"deliveries", holder.deliveries}};
+  if (const GroupInfo* g = lookup.stream.FindGroup(holder.group)) {
+    for (const auto& c : g->consumers) {
+      if (c.name == holder.consumer) facts["consumer_idle_ms"] = c.idle_ms;
+    }
   }
-  return std::make_pair(count, false);
+  const std::string who = "consumer " + holder.consumer + " (group " + holder.group + ")";
+  if (!info.lease_deadline_ms) {
+    facts["lease_deadline_ms"] = nullptr;
+    return Make(DoctorCode::kPendingStuck, Severity::kProblem,
+                "pending on " + who + " for " + FormatDuration(holder.idle_ms) +
+                    " but it has no lease: it was delivered outside baton_v2_dequeue (a plain "
+                    "XREADGROUP, or a worker of protocol v1), so no reaper will ever take it "
+                    "back. Stop that consumer and run `baton rescue start --ns " +
+                    info.ns + " --type " + info.type + " --group " + holder.group +
+                    "` to run it with a Baton worker.",
+                facts);
+  }
+  const std::int64_t deadline = *info.lease_deadline_ms;
+  facts["lease_deadline_ms"] = deadline;
+  facts["lease_left_ms"] = deadline - now;
+  if (deadline < now) {
+    return Make(DoctorCode::kPendingStuck, Severity::kProblem,
+                "held by " + who + " for " + FormatDuration(holder.idle_ms) +
+                    ", but its lease expired " + FormatDuration(now - deadline) +
+                    " ago: that worker stopped heartbeating (stuck, dead, or cut off from "
+                    "Redis). The lease reaper (batond, or a worker with maintenance on) takes it "
+                    "back as a failed attempt; if it stays, no reaper is running.",
+                facts);
+  }
+  return Make(DoctorCode::kActive, Severity::kOk,
+              "running on " + who + " for " + FormatDuration(holder.idle_ms) + " (delivery #" +
+                  std::to_string(holder.deliveries) + "); its lease ends in " +
+                  FormatDuration(deadline - now) + " unless the worker's heartbeat moves it.",
+              facts);
 }
 
 StatusOr<Verdict> Queued(internal::InspectorCore& core, const internal::TaskLookup& lookup) {
@@ -227,37 +272,7 @@ StatusOr<Verdict> Queued(internal::InspectorCore& core, const internal::TaskLook
                 facts);
   }
 
-  if (!info.leases.empty()) {
-    const TaskLease& lease = *std::max_element(
-        info.leases.begin(), info.leases.end(),
-        [](const TaskLease& a, const TaskLease& b) { return a.idle_ms < b.idle_ms; });
-    facts.update({{"group", lease.group},
-                  {"consumer", lease.consumer},
-                  {"idle_ms", lease.idle_ms},
-                  {"deliveries", lease.deliveries},
-                  {"lease_ms", options.lease.count()}});
-    if (const GroupInfo* g = lookup.stream.FindGroup(lease.group)) {
-      for (const auto& c : g->consumers) {
-        if (c.name == lease.consumer) facts["consumer_idle_ms"] = c.idle_ms;
-      }
-    }
-    if (lease.idle_ms > options.lease.count()) {
-      return Make(DoctorCode::kPendingStuck, Severity::kProblem,
-                  "pending on consumer " + lease.consumer + " (group " + lease.group + ") for " +
-                      FormatDuration(lease.idle_ms) + ", longer than the lease (" +
-                      FormatDuration(options.lease.count()) +
-                      "): that worker is stuck or dead. The lease reaper (batond, or a worker "
-                      "with maintenance on) takes it back as a failed attempt; if it stays, no "
-                      "reaper is running.",
-                  facts);
-    }
-    return Make(DoctorCode::kActive, Severity::kOk,
-                "running on consumer " + lease.consumer + " (group " + lease.group + ") for " +
-                    FormatDuration(lease.idle_ms) + " (delivery #" +
-                    std::to_string(lease.deliveries) + "), within the lease (" +
-                    FormatDuration(options.lease.count()) + ").",
-                facts);
-  }
+  if (std::optional<Verdict> held = Held(lookup)) return *held;
 
   // Not held by anyone: which groups have yet to deliver it?
   std::vector<const GroupInfo*> waiting;
@@ -308,23 +323,24 @@ StatusOr<Verdict> Queued(internal::InspectorCore& core, const internal::TaskLook
                 facts);
   }
 
-  auto ahead = CountBetween(core, stream, live->last_delivered_id, sid, options.entry_scan_limit);
+  auto ahead = internal::CountEntries(core, stream, "(" + live->last_delivered_id, "(" + sid,
+                                      options.entry_scan_limit);
   if (!ahead.ok()) return ahead.status();
   auto rates = internal::MeasureRates(core, keys.Events(), now, options.event_scan_limit);
   if (!rates.ok()) return rates.status();
   QueueRates r = rates->For(info.type);
   facts.update({{"group", live->name},
-                {"ahead", ahead->first},
-                {"ahead_exact", ahead->second},
+                {"ahead", ahead->count},
+                {"ahead_exact", ahead->exact},
                 {"live_consumers", live->live_consumers},
                 {"done_last_minute", r.done}});
-  std::string count = (ahead->second ? "" : "at least ") + Plural(ahead->first, "entry", "entries");
+  std::string count = (ahead->exact ? "" : "at least ") + Plural(ahead->count, "entry", "entries");
   std::string eta;
   if (r.done > 0) {
     eta = " At the last minute's pace (" + std::to_string(r.done) +
           " done/min) its turn comes in "
           "about " +
-          FormatDuration(ahead->first * 60000 / r.done) + ".";
+          FormatDuration(ahead->count * 60000 / r.done) + ".";
   }
   return Make(DoctorCode::kQueuedBacklog, Severity::kInfo,
               "queued " + FormatDuration(queued_for) + " ago behind " + count + "; group " +
@@ -347,6 +363,7 @@ StatusOr<Verdict> Inspector::Doctor(const std::string& ns, const std::string& id
     case TaskState::kDone:
     case TaskState::kCancelled:
     case TaskState::kDeleted:
+    case TaskState::kDropped:
       verdict = Finished(info);
       break;
     case TaskState::kScheduled:

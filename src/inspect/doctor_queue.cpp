@@ -8,6 +8,7 @@
 #include "core/keys.h"
 #include "inspect/event_scan.h"
 #include "inspect/inspector_core.h"
+#include "inspect/lease_scan.h"
 #include "inspect/queue_snapshot.h"
 #include "inspect/stream_id.h"
 #include "inspect/time_text.h"
@@ -59,6 +60,47 @@ StatusOr<std::int64_t> CountSkipped(internal::InspectorCore& core, const std::st
     if (internal::CompareStreamIds(id, bound) <= 0 && !held.count(id)) ++skipped;
   }
   return skipped;
+}
+
+// pending_stuck: tasks whose lease deadline passed and that no reaper took back yet.
+StatusOr<Verdict> ExpiredLeaseFinding(internal::InspectorCore& core, const Keys& keys,
+                                      const std::string& type, const internal::StreamState& state,
+                                      std::int64_t now) {
+  auto expired = internal::ReadExpiredLeases(core, keys, type, now, 1);
+  if (!expired.ok()) return expired.status();
+  nlohmann::json facts = {{"stuck", expired->total}};
+  std::string oldest;
+  if (!expired->leases.empty()) {
+    const internal::ExpiredLease& first = expired->leases.front();
+    facts["oldest_task"] = first.id;
+    facts["oldest_expired_ms_ago"] = now - first.deadline_ms;
+    oldest = "; the oldest, task " + first.id + ", expired " +
+             FormatDuration(now - first.deadline_ms) + " ago";
+    if (!first.sid.empty()) {
+      std::vector<internal::Command> commands;
+      for (const GroupInfo& g : state.groups) {
+        commands.push_back({"XPENDING", keys.Stream(type), g.name, first.sid, first.sid, "1"});
+      }
+      auto holders = core.Pipeline(commands);
+      if (!holders.ok()) return holders.status();
+      for (std::size_t i = 0; i < holders->size(); ++i) {
+        const Reply& p = (*holders)[i];
+        if (!p.is_array() || p.elements.empty() || p.elements[0].elements.size() < 2) continue;
+        std::string consumer = p.elements[0].elements[1].AsString();
+        facts["oldest_consumer"] = consumer;
+        facts["oldest_group"] = state.groups[i].name;
+        oldest += " on consumer " + consumer + " (group " + state.groups[i].name + ")";
+        break;
+      }
+    }
+  }
+  return Make(DoctorCode::kPendingStuck, Severity::kProblem,
+              std::to_string(expired->total) +
+                  " running tasks have a lease that expired and was not taken back" + oldest +
+                  ". Their workers stopped heartbeating (stuck, dead or cut off from Redis); the "
+                  "lease reaper (batond, or a worker with maintenance on) takes them back as "
+                  "failed attempts. If this stays, no reaper is running.",
+              facts);
 }
 
 }  // namespace
@@ -135,31 +177,12 @@ StatusOr<QueueDiagnosis> Inspector::DoctorQueue(const std::string& ns, const std
                    ": the workers are down. Start them.",
                {{"group", g.name}, {"ready", g.ready}, {"consumers", g.consumers.size()}}));
     }
-    auto stuck =
-        core_->Call({"XPENDING", stream, g.name, "IDLE", std::to_string(options.lease.count() + 1),
-                     "-", "+", std::to_string(options.entry_scan_limit)});
+  }
+
+  if (q.expired_leases > 0) {
+    auto stuck = ExpiredLeaseFinding(*core_, keys, type, state, *now);
     if (!stuck.ok()) return stuck.status();
-    if (!stuck->elements.empty()) {
-      const Reply* oldest = &stuck->elements.front();
-      for (const Reply& p : stuck->elements) {
-        if (p.elements[2].AsInteger() > oldest->elements[2].AsInteger()) oldest = &p;
-      }
-      std::int64_t n = static_cast<std::int64_t>(stuck->elements.size());
-      out.push_back(
-          Make(DoctorCode::kPendingStuck, Severity::kProblem,
-               std::to_string(n) + " entries of group " + g.name +
-                   " are pending longer than the "
-                   "lease (" +
-                   FormatDuration(options.lease.count()) + "); the oldest on consumer " +
-                   oldest->elements[1].AsString() + " for " +
-                   FormatDuration(oldest->elements[2].AsInteger()) +
-                   ". Those workers are stuck or dead; the lease reaper (batond, or a worker with "
-                   "maintenance on) takes them back. If this stays, no reaper is running.",
-               {{"group", g.name},
-                {"stuck", n},
-                {"oldest_consumer", oldest->elements[1].AsString()},
-                {"oldest_idle_ms", oldest->elements[2].AsInteger()}}));
-    }
+    out.push_back(std::move(*stuck));
   }
 
   auto overdue = core_->Call({"ZCOUNT", keys.Scheduled(type), "-inf",
@@ -174,7 +197,8 @@ StatusOr<QueueDiagnosis> Inspector::DoctorQueue(const std::string& ns, const std
                        {{"overdue", overdue->AsInteger()}}));
   }
 
-  if (q.ready > 0 && q.live_consumers > 0) {
+  // The backlog findings need a backlog: entries really waiting in the stream.
+  if (q.stream_length > 0 && q.ready > 0 && q.live_consumers > 0) {
     const QueueRates& r = q.rates;
     std::string age = q.oldest_age_ms ? FormatDuration(*q.oldest_age_ms) : "unknown";
     nlohmann::json facts = {{"ready", q.ready},

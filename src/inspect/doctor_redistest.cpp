@@ -111,13 +111,16 @@ TEST_F(DoctorTest, GroupCreatedAtLatestSkippedTheBacklog) {
 }
 
 TEST_F(DoctorTest, PendingStuckPastTheLease) {
-  Reconnect(ShortThresholds());
   std::string id = Enqueue("t");
-  ASSERT_EQ(Dequeue("t", "g", "crashed-worker", 1).size(), 1u);  // never acked
-  Sleep(1300ms);                                                 // lease is 1 s
+  // Leased for 1 s, never extended nor acked, and no reaper runs.
+  ASSERT_EQ(Dequeue("t", "g", "crashed-worker", 1, kShortLeaseMs).size(), 1u);
+  EXPECT_EQ(Diagnose(id).code, DoctorCode::kActive);
+  Sleep(1300ms);
   Verdict v = Diagnose(id);
   EXPECT_EQ(v.code, DoctorCode::kPendingStuck);
   EXPECT_NE(v.message.find("crashed-worker"), std::string::npos);
+  EXPECT_NE(v.message.find("lease expired"), std::string::npos) << v.message;
+  EXPECT_LT(v.facts["lease_left_ms"].get<std::int64_t>(), 0);
   EXPECT_GT(v.facts["idle_ms"].get<std::int64_t>(), 1000);
 }
 
@@ -128,6 +131,19 @@ TEST_F(DoctorTest, ActiveWithinTheLease) {
   EXPECT_EQ(v.code, DoctorCode::kActive);
   EXPECT_EQ(v.severity, Severity::kOk);
   EXPECT_NE(v.message.find("busy-worker"), std::string::npos);
+  EXPECT_NE(v.message.find("lease ends in"), std::string::npos) << v.message;
+  EXPECT_GT(v.facts["lease_left_ms"].get<std::int64_t>(), 500000);
+}
+
+TEST_F(DoctorTest, PendingWithoutALeaseIsStuckForever) {
+  std::string id = Enqueue("t");
+  Call({"XGROUP", "CREATE", keys().Stream("t"), "g", "0"});
+  Call({"XREADGROUP", "GROUP", "g", "v1-worker", "COUNT", "1", "STREAMS", keys().Stream("t"), ">"});
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kPendingStuck);
+  EXPECT_NE(v.message.find("no lease"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("v1-worker"), std::string::npos) << v.message;
+  EXPECT_TRUE(v.facts["lease_deadline_ms"].is_null());
 }
 
 TEST_F(DoctorTest, NoLiveConsumerWhenTheWorkersWentAway) {
@@ -175,6 +191,7 @@ TEST_F(DoctorTest, FinishedTasks) {
   Verdict v = Diagnose(done);
   EXPECT_EQ(v.code, DoctorCode::kDone);
   EXPECT_NE(v.message.find("after 1 attempt on worker c1"), std::string::npos) << v.message;
+  EXPECT_EQ(v.facts["type"], "t");
 
   std::string cancelled = Enqueue("t");
   ASSERT_TRUE(client_->Cancel(kNs, cancelled).ok());
@@ -183,6 +200,15 @@ TEST_F(DoctorTest, FinishedTasks) {
   std::string dead = MakeDead("t", "x");
   ASSERT_TRUE(inspector_->DeleteDead(kNs, dead).ok());
   EXPECT_EQ(Diagnose(dead).code, DoctorCode::kDeleted);
+
+  const std::pair<std::string, std::string> cap[] = {{"dlq_max", "1"}};
+  Call(internal::fn::Configure(kNs, cap));
+  std::string old = MakeDead("t", "x");
+  MakeDead("t", "y");  // over the cap of 1: the older one is dropped
+  Verdict dropped = Diagnose(old);
+  EXPECT_EQ(dropped.code, DoctorCode::kDropped);
+  EXPECT_NE(dropped.message.find("dlq_max"), std::string::npos) << dropped.message;
+  EXPECT_EQ(dropped.ToJson()["code"], "dropped");
 }
 
 TEST_F(DoctorTest, QueueUnknownTypeIdleAndHealthy) {
@@ -197,6 +223,22 @@ TEST_F(DoctorTest, QueueUnknownTypeIdleAndHealthy) {
   Enqueue("busy");
   ASSERT_EQ(Dequeue("busy", "g", "c1", 1).size(), 1u);
   EXPECT_EQ(QueueCodes("busy"), std::vector<DoctorCode>{DoctorCode::kHealthy});
+}
+
+// Regression: an emptied stream (tasks cancelled, the rest done) has no backlog, whatever Redis
+// 7.0's XINFO GROUPS lag says after the deletions.
+TEST_F(DoctorTest, QueueWithCancelledTasksHasNoPhantomBacklog) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(Enqueue("t"));
+  auto held = Dequeue("t", "g", "c1", 1);
+  ASSERT_EQ(held.size(), 1u);
+  for (int i = 1; i < 5; ++i) ASSERT_TRUE(client_->Cancel(kNs, ids[i]).ok());
+  auto running = QueueCodes("t");
+  EXPECT_FALSE(Has(running, DoctorCode::kBacklogGrowing));
+  EXPECT_FALSE(Has(running, DoctorCode::kQueuedBacklog));
+  EXPECT_EQ(running, std::vector<DoctorCode>{DoctorCode::kHealthy});
+  Ack("t", "g", held[0]);
+  EXPECT_EQ(QueueCodes("t"), std::vector<DoctorCode>{DoctorCode::kIdle});
 }
 
 TEST_F(DoctorTest, QueueFindings) {
@@ -220,11 +262,22 @@ TEST_F(DoctorTest, QueueFindings) {
 
   Enqueue("stuck");
   Enqueue("stuck");
-  ASSERT_EQ(Dequeue("stuck", "g", "c1", 1).size(), 1u);
+  ASSERT_EQ(Dequeue("stuck", "g", "c1", 1, kShortLeaseMs).size(), 1u);
   Enqueue("late", "{}", Delayed(1));
   Reconnect(ShortThresholds());
   Sleep(2300ms);  // past the lease (1 s), the live window (2 s) and the due time + grace
-  auto stuck = QueueCodes("stuck");
+  auto stuck_queue = inspector_->DoctorQueue(kNs, "stuck");
+  ASSERT_TRUE(stuck_queue.ok());
+  EXPECT_EQ(stuck_queue->queue.expired_leases, 1);
+  std::vector<DoctorCode> stuck;
+  for (const auto& f : stuck_queue->findings) {
+    stuck.push_back(f.code);
+    if (f.code == DoctorCode::kPendingStuck) {
+      EXPECT_EQ(f.facts["stuck"], 1);
+      EXPECT_EQ(f.facts["oldest_consumer"], "c1");
+      EXPECT_GT(f.facts["oldest_expired_ms_ago"].get<std::int64_t>(), 1000);
+    }
+  }
   EXPECT_TRUE(Has(stuck, DoctorCode::kPendingStuck));
   EXPECT_TRUE(Has(stuck, DoctorCode::kNoLiveConsumer));
   EXPECT_TRUE(Has(QueueCodes("late"), DoctorCode::kOverdue));

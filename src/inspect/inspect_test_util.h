@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the inspector's *_redistest programs: a real redis-server with the functions library,
-// a producer Client, an Inspector, and the worker-side transitions (dequeue, ack, fail) called with
-// FCALL exactly as docs/protocol.md describes them, so each test can build one precise situation.
+// a producer Client, an Inspector, and the worker-side transitions (dequeue, ack, fail) called
+// through the fn:: builders (broker/functions.h), so each test can build one precise situation.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -13,6 +13,7 @@
 
 #include "baton/client.h"
 #include "baton/inspector.h"
+#include "broker/functions.h"
 #include "broker/redis_connection.h"
 #include "core/keys.h"
 #include "harness/redis_server.h"
@@ -43,23 +44,26 @@ class InspectTest : public ::testing::Test {
     Reconnect(Options());
   }
 
-  // Generous thresholds, so that a loaded machine cannot turn "active" into "stuck".
+  // Generous thresholds, so that a loaded machine cannot turn a live consumer into a dead one.
   InspectorOptions Options() const {
     InspectorOptions o;
     o.redis_url = redis_.url();
-    o.lease = std::chrono::milliseconds(60000);
     o.live_consumer_window = std::chrono::milliseconds(60000);
     o.overdue_grace = std::chrono::milliseconds(500);
     return o;
   }
 
-  // Short thresholds for the tests that wait them out: a 1 s lease, consumers live for 2 s.
+  // Short thresholds for the tests that wait them out: consumers live for 2 s.
   InspectorOptions ShortThresholds() const {
     InspectorOptions o = Options();
-    o.lease = std::chrono::milliseconds(1000);
     o.live_consumer_window = std::chrono::milliseconds(2000);
     return o;
   }
+
+  // The lease of Dequeue: long, so that no test sees an expiry it did not ask for.
+  static constexpr std::int64_t kLongLeaseMs = 600000;
+  // The shortest lease the functions accept, for the tests that wait it out.
+  static constexpr std::int64_t kShortLeaseMs = 1000;
 
   void Reconnect(const InspectorOptions& options) {
     auto inspector = Inspector::Connect(options);
@@ -87,13 +91,13 @@ class InspectTest : public ::testing::Test {
     return *reply;
   }
 
-  // FCALL baton_dequeue: up to `count` entries to `consumer` of `group` (created at 0 if missing).
+  // baton_v2_dequeue: up to `count` entries to `consumer` of `group` (created at 0 if missing),
+  // leased for `lease_ms`.
   std::vector<Delivered> Dequeue(const std::string& type, const std::string& group,
-                                 const std::string& consumer, int count) {
-    internal::Keys k(kNs);
-    internal::Reply r =
-        Call({"FCALL", "baton_dequeue", "6", k.Stream(type), k.Tasks(), k.Events(), k.Bodies(),
-              k.Errors(), k.Dead(type), group, consumer, std::to_string(count), "100000"});
+                                 const std::string& consumer, int count,
+                                 std::int64_t lease_ms = kLongLeaseMs) {
+    internal::Reply r = Call(internal::fn::Dequeue(kNs, type, group, consumer,
+                                                   static_cast<std::size_t>(count), lease_ms));
     std::vector<Delivered> out;
     if (!r.is_array() || r.elements.empty()) return out;
     const auto& flat = r.elements[0].elements;
@@ -103,42 +107,31 @@ class InspectTest : public ::testing::Test {
     return out;
   }
 
+  // baton_v2_ack of one task; expects "done".
   void Ack(const std::string& type, const std::string& group, const Delivered& d,
            const std::string& consumer = "c1") {
-    internal::Keys k(kNs);
-    internal::Reply r = Call({"FCALL", "baton_ack", "7", k.Stream(type), k.Scheduled(type),
-                              k.Tasks(), k.Events(), k.Errors(), k.Bodies(), k.Done(d.id), group,
-                              "86400", "100000", "1", d.id, d.sid, consumer});
+    const internal::fn::HeldTask held[] = {{d.id, d.sid}};
+    internal::Reply r = Call(internal::fn::Ack(kNs, type, group, consumer, held));
     ASSERT_TRUE(r.is_array());
+    ASSERT_EQ(r.elements.size(), 1u);
     EXPECT_EQ(r.elements[0].AsString(), "done");
   }
 
-  // FCALL baton_fail; returns "retry" or "dead".
+  // baton_v2_fail; returns "retry" or "dead".
   std::string Fail(const std::string& type, const std::string& group, const Delivered& d,
                    const std::string& error, const std::string& kind = "error",
                    const std::string& consumer = "c1", std::int64_t base_ms = 60000) {
-    internal::Keys k(kNs);
-    internal::Reply r = Call({"FCALL",
-                              "baton_fail",
-                              "7",
-                              k.Stream(type),
-                              k.Scheduled(type),
-                              k.Dead(type),
-                              k.Tasks(),
-                              k.Bodies(),
-                              k.Errors(),
-                              k.Events(),
-                              group,
-                              d.id,
-                              d.sid,
-                              consumer,
-                              kind,
-                              error,
-                              "at handler()\nat main()",
-                              std::to_string(base_ms),
-                              "600000",
-                              "0",
-                              "100000"});
+    internal::fn::FailArgs args;
+    args.group = group;
+    args.consumer = consumer;
+    args.id = d.id;
+    args.sid = d.sid;
+    args.kind = kind;
+    args.message = error;
+    args.stack = "at handler()\nat main()";
+    args.base_ms = base_ms;
+    args.max_ms = 600000;
+    internal::Reply r = Call(internal::fn::Fail(kNs, type, args));
     return r.is_array() && !r.elements.empty() ? r.elements[0].AsString() : "";
   }
 

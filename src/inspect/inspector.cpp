@@ -7,6 +7,7 @@
 #include "core/keys.h"
 #include "inspect/event_scan.h"
 #include "inspect/inspector_core.h"
+#include "inspect/lease_scan.h"
 #include "inspect/queue_snapshot.h"
 #include "inspect/stream_state.h"
 #include "inspect/task_lookup.h"
@@ -21,6 +22,43 @@ namespace {
 
 constexpr std::size_t kLongestIdleShown = 10;
 constexpr std::size_t kPelChunk = 1000;
+
+// The task ids of pending entries (from their stream entries; "" when an entry is gone).
+Status FillTaskIds(internal::InspectorCore& core, const std::string& stream,
+                   std::vector<PendingEntry>& entries) {
+  std::vector<Command> ranges;
+  for (const auto& e : entries) ranges.push_back({"XRANGE", stream, e.stream_id, e.stream_id});
+  auto bodies = core.Pipeline(ranges);
+  if (!bodies.ok()) return bodies.status();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Reply& r = (*bodies)[i];
+    if (r.is_array() && !r.elements.empty() && r.elements[0].elements.size() >= 2) {
+      entries[i].task_id = internal::FieldText(internal::FieldMap(r.elements[0].elements[1]), "id");
+    }
+  }
+  return Status::Ok();
+}
+
+// The lease deadlines of pending entries whose task id is known.
+Status FillLeases(internal::InspectorCore& core, const std::string& leases_key,
+                  std::vector<PendingEntry>& entries) {
+  Command zmscore = {"ZMSCORE", leases_key};
+  std::vector<PendingEntry*> asked;
+  for (auto& e : entries) {
+    if (e.task_id.empty()) continue;
+    zmscore.push_back(e.task_id);
+    asked.push_back(&e);
+  }
+  if (asked.empty()) return Status::Ok();
+  auto scores = core.Call(zmscore);
+  if (!scores.ok()) return scores.status();
+  for (std::size_t i = 0; i < asked.size() && i < scores->elements.size(); ++i) {
+    if (!scores->elements[i].is_nil()) {
+      asked[i]->lease_deadline_ms = internal::ScoreMs(scores->elements[i]);
+    }
+  }
+  return Status::Ok();
+}
 
 StatusOr<std::vector<std::string>> SortedMembers(internal::InspectorCore& core,
                                                  const std::string& key) {
@@ -44,7 +82,7 @@ StatusOr<std::unique_ptr<Inspector>> Inspector::Connect(const InspectorOptions& 
 }
 
 StatusOr<std::vector<std::string>> Inspector::ListNamespaces() {
-  return SortedMembers(*core_, std::string(Keys::kNamespaces));
+  return internal::KnownNamespaces(*core_);
 }
 
 StatusOr<std::vector<QueueInfo>> Inspector::ListQueues(const std::string& ns) {
@@ -92,20 +130,25 @@ StatusOr<PendingReport> Inspector::Pending(const std::string& ns, const std::str
   Keys keys(ns);
   const std::string stream = keys.Stream(type);
   const InspectorOptions& options = core_->options();
-  auto state = internal::ReadStreamState(*core_, stream, options.live_consumer_window.count());
+  auto state = internal::ReadStreamState(*core_, stream, /*count_ready=*/false);
   if (!state.ok()) return state.status();
+  auto now = core_->ServerTimeMs();
+  if (!now.ok()) return now.status();
+  auto expired = internal::ReadExpiredLeases(*core_, keys, type, *now, options.entry_scan_limit);
+  if (!expired.ok()) return expired.status();
 
   PendingReport report;
   report.ns = ns;
   report.type = type;
-  report.lease_ms = options.lease.count();
+  report.now_ms = *now;
+  report.expired_leases = expired->total;
   for (const GroupInfo& g : state->groups) {
     PendingGroup group;
     group.group = g.name;
     group.count = g.pending;
     std::map<std::string, PendingConsumer> consumers;
     for (const ConsumerInfo& c : g.consumers) {
-      if (c.pending > 0) consumers[c.name] = {c.name, 0, 0, c.idle_ms};
+      if (c.pending > 0) consumers[c.name] = {c.name, 0, 0, c.idle_ms, 0};
     }
     // Walk the PEL (extended XPENDING gives each entry's idle time and delivery count).
     std::vector<PendingEntry> entries;
@@ -117,12 +160,14 @@ StatusOr<PendingReport> Inspector::Pending(const std::string& ns, const std::str
       if (!reply.ok()) return reply.status();
       for (const Reply& p : reply->elements) {
         if (p.elements.size() < 4) continue;
-        PendingEntry e{p.elements[0].AsString(), "", p.elements[1].AsString(),
-                       p.elements[2].AsInteger(), p.elements[3].AsInteger()};
+        PendingEntry e{p.elements[0].AsString(),  "",
+                       p.elements[1].AsString(),  p.elements[2].AsInteger(),
+                       p.elements[3].AsInteger(), std::nullopt};
         PendingConsumer& pc = consumers[e.consumer];
         pc.name = e.consumer;
         ++pc.count;
         pc.max_idle_ms = std::max(pc.max_idle_ms, e.idle_ms);
+        if (expired->sids.count(e.stream_id)) ++pc.expired;
         entries.push_back(std::move(e));
       }
       read += reply->elements.size();
@@ -139,17 +184,8 @@ StatusOr<PendingReport> Inspector::Pending(const std::string& ns, const std::str
     std::sort(entries.begin(), entries.end(),
               [](const PendingEntry& a, const PendingEntry& b) { return a.idle_ms > b.idle_ms; });
     if (entries.size() > kLongestIdleShown) entries.resize(kLongestIdleShown);
-    std::vector<Command> ranges;
-    for (const auto& e : entries) ranges.push_back({"XRANGE", stream, e.stream_id, e.stream_id});
-    auto bodies = core_->Pipeline(ranges);
-    if (!bodies.ok()) return bodies.status();
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      const Reply& r = (*bodies)[i];
-      if (r.is_array() && !r.elements.empty() && r.elements[0].elements.size() >= 2) {
-        entries[i].task_id =
-            internal::FieldText(internal::FieldMap(r.elements[0].elements[1]), "id");
-      }
-    }
+    if (Status s = FillTaskIds(*core_, stream, entries); !s.ok()) return s;
+    if (Status s = FillLeases(*core_, keys.Leases(type), entries); !s.ok()) return s;
     group.longest_idle = std::move(entries);
     for (auto& [name, c] : consumers) group.consumers.push_back(std::move(c));
     report.groups.push_back(std::move(group));

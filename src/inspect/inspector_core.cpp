@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include "broker/function_library.h"
+#include "core/keys.h"
 #include "core/task_rules.h"
 
 namespace baton::internal {
@@ -56,6 +58,35 @@ Status InspectorCore::EnsureLibrary() {
   if (Status s = CheckFunctionLibrary(*conn_); !s.ok()) return s;
   library_checked_ = true;
   return Status::Ok();
+}
+
+StatusOr<std::vector<std::string>> KnownNamespaces(InspectorCore& core) {
+  static constexpr std::string_view kTypesPrefix = "baton:v2:{";
+  static constexpr std::string_view kTypesSuffix = "}:types";
+  std::set<std::string> found;
+  auto members = core.Call({"SMEMBERS", std::string(Keys::kNamespaces)});
+  if (!members.ok()) return members.status();
+  for (const Reply& m : members->elements) found.insert(m.AsString());
+  std::string cursor = "0";
+  do {
+    auto page =
+        core.Call({"SCAN", cursor, "MATCH", "baton:v2:{*}:types", "COUNT", "1000", "TYPE", "set"});
+    if (!page.ok()) return page.status();
+    if (!page->is_array() || page->elements.size() != 2) {
+      return Status::Internal("SCAN: expected a cursor and a list of keys");
+    }
+    cursor = page->elements[0].AsString();
+    for (const Reply& key : page->elements[1].elements) {
+      std::string_view k = key.str;
+      if (k.size() <= kTypesPrefix.size() + kTypesSuffix.size()) continue;
+      if (k.substr(0, kTypesPrefix.size()) != kTypesPrefix) continue;
+      if (k.substr(k.size() - kTypesSuffix.size()) != kTypesSuffix) continue;
+      std::string_view ns =
+          k.substr(kTypesPrefix.size(), k.size() - kTypesPrefix.size() - kTypesSuffix.size());
+      if (CheckNamespaceArg(ns).ok()) found.insert(std::string(ns));
+    }
+  } while (cursor != "0");
+  return std::vector<std::string>(found.begin(), found.end());
 }
 
 Status CheckNamespaceArg(std::string_view ns) { return task_rules::CheckName("namespace", ns); }

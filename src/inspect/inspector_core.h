@@ -48,6 +48,11 @@ class InspectorCore {
   bool library_checked_ = false;
 };
 
+// Every namespace with Baton keys, sorted: the directory baton:v2:namespaces (which clients add
+// to) and every namespace that has a task type (baton:v2:{ns}:types, written by the functions,
+// found with SCAN), since a producer need not register its namespace.
+StatusOr<std::vector<std::string>> KnownNamespaces(InspectorCore& core);
+
 // Argument checks (the contract's own rules, core/task_rules.h): kInvalidArgument naming the
 // field and the pattern.
 Status CheckNamespaceArg(std::string_view ns);

@@ -17,9 +17,13 @@ nlohmann::json GroupToJson(const GroupInfo& g) {
     consumers.push_back(
         {{"name", c.name}, {"pending", c.pending}, {"idle_ms", c.idle_ms}, {"live", c.live}});
   }
-  return {{"name", g.name},        {"last_delivered_id", g.last_delivered_id},
-          {"pending", g.pending},  {"lag", Optional(g.lag)},
-          {"ready", g.ready},      {"live_consumers", g.live_consumers},
+  return {{"name", g.name},
+          {"last_delivered_id", g.last_delivered_id},
+          {"pending", g.pending},
+          {"lag", Optional(g.lag)},
+          {"ready", g.ready},
+          {"ready_exact", g.ready_exact},
+          {"live_consumers", g.live_consumers},
           {"consumers", consumers}};
 }
 
@@ -43,6 +47,8 @@ std::string_view TaskStateName(TaskState state) {
       return "cancelled";
     case TaskState::kDeleted:
       return "deleted";
+    case TaskState::kDropped:
+      return "dropped";
   }
   return "unknown";
 }
@@ -79,6 +85,8 @@ std::string_view DoctorCodeName(DoctorCode code) {
       return "cancelled";
     case DoctorCode::kDeleted:
       return "deleted";
+    case DoctorCode::kDropped:
+      return "dropped";
     case DoctorCode::kHealthy:
       return "healthy";
     case DoctorCode::kIdle:
@@ -110,7 +118,10 @@ nlohmann::json QueueInfo::ToJson() const {
           {"type", type},
           {"stream_length", stream_length},
           {"ready", ready},
+          {"ready_exact", ready_exact},
           {"in_flight", in_flight},
+          {"leased", leased},
+          {"expired_leases", expired_leases},
           {"delayed", delayed},
           {"retrying", retrying},
           {"scheduled_split_exact", scheduled_split_exact},
@@ -124,6 +135,7 @@ nlohmann::json QueueInfo::ToJson() const {
             {"failed", rates.failed},
             {"queued", rates.queued},
             {"started", rates.started},
+            {"dropped", rates.dropped},
             {"exact", rates.exact}}},
           {"groups", groups_json}};
 }
@@ -136,7 +148,8 @@ nlohmann::json PendingReport::ToJson() const {
       consumers.push_back({{"name", c.name},
                            {"count", c.count},
                            {"max_idle_ms", c.max_idle_ms},
-                           {"consumer_idle_ms", c.consumer_idle_ms}});
+                           {"consumer_idle_ms", c.consumer_idle_ms},
+                           {"expired", c.expired}});
     }
     nlohmann::json entries = nlohmann::json::array();
     for (const auto& e : g.longest_idle) {
@@ -144,7 +157,8 @@ nlohmann::json PendingReport::ToJson() const {
                          {"task_id", e.task_id},
                          {"consumer", e.consumer},
                          {"idle_ms", e.idle_ms},
-                         {"deliveries", e.deliveries}});
+                         {"deliveries", e.deliveries},
+                         {"lease_deadline_ms", Optional(e.lease_deadline_ms)}});
     }
     groups_json.push_back({{"group", g.group},
                            {"count", g.count},
@@ -152,7 +166,11 @@ nlohmann::json PendingReport::ToJson() const {
                            {"consumers", consumers},
                            {"longest_idle", entries}});
   }
-  return {{"namespace", ns}, {"type", type}, {"lease_ms", lease_ms}, {"groups", groups_json}};
+  return {{"namespace", ns},
+          {"type", type},
+          {"now_ms", now_ms},
+          {"expired_leases", expired_leases},
+          {"groups", groups_json}};
 }
 
 nlohmann::json TaskInfo::ToJson() const {
@@ -189,6 +207,7 @@ nlohmann::json TaskInfo::ToJson() const {
           {"attempts", attempts},
           {"stream_id", stream_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(stream_id)},
           {"leases", leases_json},
+          {"lease_deadline_ms", Optional(lease_deadline_ms)},
           {"due_ms", Optional(due_ms)},
           {"dead_since_ms", Optional(dead_since_ms)},
           {"finished_ms", Optional(finished_ms)},

@@ -1,10 +1,12 @@
 // The Inspector against a real redis-server: queue counts in a known situation, pending entries
-// per consumer, GetTask in every state, and the dead-letter queue (list with filters, replay with a
-// new payload, delete, purge).
+// per consumer with their leases, GetTask in every state (final states from the done ZSET and the
+// ended HASH, timelines out of batched events entries), and the dead-letter queue (list with
+// filters, replay with a new payload or refused, delete, purge, the caps).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "inspect/event_scan.h"
 #include "inspect/inspect_test_util.h"
 
 namespace baton::testing {
@@ -12,7 +14,23 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class InspectorTest : public InspectTest {};
+class InspectorTest : public InspectTest {
+ protected:
+  // The events entries of the namespace, oldest first, as field maps.
+  std::vector<std::map<std::string, std::string>> EventEntries() {
+    std::vector<std::map<std::string, std::string>> out;
+    auto reply = redis_.Command({"XRANGE", keys().Events(), "-", "+"});
+    for (std::size_t i = 0; i < reply->elements; ++i) {
+      const redisReply* fields = reply->element[i]->element[1];
+      std::map<std::string, std::string> entry;
+      for (std::size_t f = 0; f + 1 < fields->elements; f += 2) {
+        entry[fields->element[f]->str] = fields->element[f + 1]->str;
+      }
+      out.push_back(std::move(entry));
+    }
+    return out;
+  }
+};
 
 EnqueueOptions Delayed(std::int64_t seconds) {
   EnqueueOptions o;
@@ -48,6 +66,9 @@ TEST_F(InspectorTest, QueuesCountAKnownSituation) {
   EXPECT_EQ(email.retrying, 1);
   EXPECT_TRUE(email.scheduled_split_exact);
   EXPECT_EQ(email.dead, 1);
+  EXPECT_EQ(email.leased, 2);
+  EXPECT_EQ(email.expired_leases, 0);
+  EXPECT_TRUE(email.ready_exact);
   ASSERT_EQ(email.groups.size(), 1u);
   EXPECT_EQ(email.groups[0].name, "g");
   EXPECT_EQ(email.groups[0].pending, 2);
@@ -78,17 +99,64 @@ TEST_F(InspectorTest, QueuesCountAKnownSituation) {
   (void)retrying;
 }
 
-TEST_F(InspectorTest, ReadyFallsBackToLengthMinusPendingWhenRedisHasNoLag) {
+TEST_F(InspectorTest, NamespacesWithWorkAreListedRegisteredOrNot) {
+  Enqueue("t");
+  Enqueue("t", "{}", {}, "other");
+  Call({"DEL", std::string(internal::Keys::kNamespaces)});  // e.g. an SDK that does not register
+  Call({"SADD", std::string(internal::Keys::kNamespaces), "registered-only"});
+  auto namespaces = inspector_->ListNamespaces();
+  ASSERT_TRUE(namespaces.ok()) << namespaces.status().ToString();
+  EXPECT_EQ(*namespaces, (std::vector<std::string>{"it", "other", "registered-only"}));
+}
+
+TEST_F(InspectorTest, ReadyCountsTheEntriesAfterTheGroupPosition) {
   for (int i = 0; i < 4; ++i) Enqueue("t");
   auto d = Dequeue("t", "g", "c1", 2);
   ASSERT_EQ(d.size(), 2u);
-  Ack("t", "g", d[1]);  // deletes the group's last delivered entry: Redis cannot compute the lag
+  Ack("t", "g", d[1]);  // deletes the group's last delivered entry
   auto q = inspector_->GetQueue(kNs, "t");
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   EXPECT_EQ(q->stream_length, 3);
   EXPECT_EQ(q->in_flight, 1);
   EXPECT_EQ(q->ready, 2);
+  EXPECT_TRUE(q->ready_exact);
+  EXPECT_EQ(q->groups[0].ready, 2);
   EXPECT_EQ(q->rates.done, 1);
+}
+
+// Regression: "phantom backlog". Cancelling queued tasks deletes their entries after the group's
+// position; Redis 7.0 still counts them in XINFO GROUPS lag. READY must not.
+TEST_F(InspectorTest, PhantomBacklogAfterCancelIsNotReady) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(Enqueue("t"));
+  auto held = Dequeue("t", "g", "c1", 1);
+  ASSERT_EQ(held.size(), 1u);
+  for (int i = 1; i < 4; ++i) ASSERT_TRUE(client_->Cancel(kNs, ids[i]).ok());
+  auto q = inspector_->GetQueue(kNs, "t");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(q->stream_length, 1);  // the running task's entry
+  EXPECT_EQ(q->in_flight, 1);
+  EXPECT_EQ(q->ready, 0);
+  EXPECT_EQ(q->groups[0].ready, 0);
+
+  Ack("t", "g", held[0]);
+  auto empty = inspector_->GetQueue(kNs, "t");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->stream_length, 0);
+  EXPECT_EQ(empty->ready, 0);
+  EXPECT_FALSE(empty->oldest_age_ms.has_value());
+}
+
+TEST_F(InspectorTest, ReadyOfAGroupThatSkippedTheBacklogIsZero) {
+  Enqueue("t");
+  Enqueue("t");
+  Call({"XGROUP", "CREATE", keys().Stream("t"), "g", "$"});
+  auto q = inspector_->GetQueue(kNs, "t");
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->stream_length, 2);
+  EXPECT_EQ(q->ready, 0);  // nothing after its position: the doctor reports the skipped entries
+  Enqueue("t");            // after its position: ready
+  EXPECT_EQ(inspector_->GetQueue(kNs, "t")->ready, 1);
 }
 
 TEST_F(InspectorTest, GetQueueOfAnUnknownTypeIsNotFound) {
@@ -106,7 +174,8 @@ TEST_F(InspectorTest, PendingPerConsumerWithTheLongestIdleEntries) {
   for (int i = 0; i < 3; ++i) ids.push_back(Enqueue("t"));
   ASSERT_EQ(Dequeue("t", "g", "c1", 2).size(), 2u);
   Sleep(30ms);
-  ASSERT_EQ(Dequeue("t", "g", "c2", 1).size(), 1u);
+  ASSERT_EQ(Dequeue("t", "g", "c2", 1, kShortLeaseMs).size(), 1u);
+  Sleep(1100ms);  // c2's lease (1 s) expires; nothing reclaims it
   auto report = inspector_->Pending(kNs, "t");
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   ASSERT_EQ(report->groups.size(), 1u);
@@ -120,10 +189,20 @@ TEST_F(InspectorTest, PendingPerConsumerWithTheLongestIdleEntries) {
   EXPECT_EQ(g.consumers[1].name, "c2");
   EXPECT_EQ(g.consumers[1].count, 1);
   EXPECT_GE(g.consumers[0].max_idle_ms, g.consumers[1].max_idle_ms);
+  EXPECT_EQ(g.consumers[0].expired, 0);
+  EXPECT_EQ(g.consumers[1].expired, 1);
+  EXPECT_EQ(report->expired_leases, 1);
   ASSERT_EQ(g.longest_idle.size(), 3u);
-  EXPECT_EQ(g.longest_idle.back().consumer, "c2");
-  EXPECT_EQ(g.longest_idle.back().task_id, ids[2]);
-  EXPECT_EQ(report->lease_ms, 60000);
+  const PendingEntry& newest = g.longest_idle.back();
+  EXPECT_EQ(newest.consumer, "c2");
+  EXPECT_EQ(newest.task_id, ids[2]);
+  ASSERT_TRUE(newest.lease_deadline_ms.has_value());
+  EXPECT_LT(*newest.lease_deadline_ms, report->now_ms);
+  ASSERT_TRUE(g.longest_idle.front().lease_deadline_ms.has_value());
+  EXPECT_GT(*g.longest_idle.front().lease_deadline_ms, report->now_ms + 500000);
+  nlohmann::json j = report->ToJson();
+  EXPECT_EQ(j["expired_leases"], 1);
+  EXPECT_EQ(j["groups"][0]["consumers"][1]["expired"], 1);
 }
 
 TEST_F(InspectorTest, GetTaskQueuedAndActive) {
@@ -145,6 +224,8 @@ TEST_F(InspectorTest, GetTaskQueuedAndActive) {
   auto active = inspector_->GetTask(kNs, id);
   ASSERT_TRUE(active.ok());
   EXPECT_EQ(active->state, TaskState::kActive);
+  ASSERT_TRUE(active->lease_deadline_ms.has_value());
+  EXPECT_GT(*active->lease_deadline_ms, active->now_ms + 500000);  // the 600 s lease of Dequeue
   ASSERT_EQ(active->leases.size(), 1u);
   EXPECT_EQ(active->leases[0].group, "g");
   EXPECT_EQ(active->leases[0].consumer, "worker-7");
@@ -152,7 +233,21 @@ TEST_F(InspectorTest, GetTaskQueuedAndActive) {
   ASSERT_EQ(active->events.size(), 2u);
   EXPECT_EQ(active->events[1].to, "active");
   EXPECT_EQ(active->events[1].worker, "worker-7");
+  EXPECT_EQ(active->events[1].attempt, 1);
   EXPECT_EQ(active->ToJson()["state"], "active");
+  EXPECT_EQ(active->ToJson()["lease_deadline_ms"], *active->lease_deadline_ms);
+}
+
+TEST_F(InspectorTest, PendingWithoutALeaseIsQueuedNotActive) {
+  std::string id = Enqueue("t");
+  Call({"XGROUP", "CREATE", keys().Stream("t"), "g", "0"});
+  Call({"XREADGROUP", "GROUP", "g", "by-hand", "COUNT", "1", "STREAMS", keys().Stream("t"), ">"});
+  auto task = inspector_->GetTask(kNs, id);
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->state, TaskState::kQueued);
+  EXPECT_FALSE(task->lease_deadline_ms.has_value());
+  ASSERT_EQ(task->leases.size(), 1u);
+  EXPECT_EQ(task->leases[0].consumer, "by-hand");
 }
 
 TEST_F(InspectorTest, GetTaskScheduledRetryDeadDone) {
@@ -196,8 +291,12 @@ TEST_F(InspectorTest, GetTaskScheduledRetryDeadDone) {
   auto dn = inspector_->GetTask(kNs, done);
   ASSERT_TRUE(dn.ok());
   EXPECT_EQ(dn->state, TaskState::kDone);
+  EXPECT_EQ(dn->type, "w");  // done keeps no type: it comes from the events
   EXPECT_EQ(dn->finished_by, "c9");
   EXPECT_EQ(dn->attempts, 1);
+  ASSERT_TRUE(dn->finished_ms.has_value());
+  EXPECT_LE(*dn->finished_ms, dn->now_ms);
+  EXPECT_GT(*dn->finished_ms, dn->now_ms - 60000);
   EXPECT_FALSE(dn->body.has_value());
   ASSERT_EQ(dn->events.size(), 3u);
   EXPECT_EQ(dn->events[2].to, "done");
@@ -210,12 +309,19 @@ TEST_F(InspectorTest, GetTaskCancelledDeletedMissing) {
   auto c = inspector_->GetTask(kNs, cancelled);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->state, TaskState::kCancelled);
+  EXPECT_EQ(c->type, "t");
+  EXPECT_EQ(c->attempts, 0);
+  EXPECT_TRUE(c->finished_ms.has_value());
+  EXPECT_EQ(c->events.back().from, "queued");
+  EXPECT_EQ(c->events.back().to, "cancelled");
 
   std::string dead = MakeDead("t", "x");
   ASSERT_TRUE(inspector_->DeleteDead(kNs, dead).ok());
   auto d = inspector_->GetTask(kNs, dead);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->state, TaskState::kDeleted);
+  EXPECT_EQ(d->attempts, 1);
+  EXPECT_EQ(d->ToJson()["state"], "deleted");
 
   auto missing = inspector_->GetTask(kNs, "no-such-task");
   ASSERT_FALSE(missing.ok());
@@ -223,6 +329,105 @@ TEST_F(InspectorTest, GetTaskCancelledDeletedMissing) {
   auto invalid = inspector_->GetTask(kNs, "bad id!");
   ASSERT_FALSE(invalid.ok());
   EXPECT_EQ(invalid.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(InspectorTest, DoneTaskWhoseEventsAreGoneIsStillDone) {
+  std::string done = Enqueue("w");
+  auto d = Dequeue("w", "g", "c9", 1);
+  Ack("w", "g", d[0], "c9");
+  Call({"DEL", keys().Events()});
+  auto task = inspector_->GetTask(kNs, done);
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  EXPECT_EQ(task->state, TaskState::kDone);
+  EXPECT_TRUE(task->finished_ms.has_value());
+  EXPECT_EQ(task->type, "");
+  EXPECT_EQ(task->attempts, 0);
+  EXPECT_EQ(task->finished_by, "");
+  EXPECT_TRUE(task->events.empty());
+}
+
+TEST_F(InspectorTest, DeadLetterCapDropsTheOldestDeadTask) {
+  const std::pair<std::string, std::string> cap[] = {{"dlq_max", "1"}};
+  Call(internal::fn::Configure(kNs, cap));
+  std::string first = MakeDead("t", "e1");
+  std::string second = MakeDead("t", "e2");
+  auto dropped = inspector_->GetTask(kNs, first);
+  ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  EXPECT_EQ(dropped->state, TaskState::kDropped);
+  EXPECT_EQ(dropped->type, "t");
+  EXPECT_EQ(dropped->attempts, 1);
+  EXPECT_TRUE(dropped->finished_ms.has_value());
+  EXPECT_TRUE(dropped->errors.empty());
+  ASSERT_FALSE(dropped->events.empty());
+  EXPECT_EQ(dropped->events.back().from, "dead");
+  EXPECT_EQ(dropped->events.back().to, "dropped");
+  EXPECT_NE(dropped->events.back().error.find("cap"), std::string::npos)
+      << dropped->events.back().error;
+  EXPECT_EQ(dropped->ToJson()["state"], "dropped");
+  EXPECT_EQ(inspector_->GetTask(kNs, second)->state, TaskState::kDead);
+  DeadFilter all;
+  ASSERT_EQ(inspector_->ListDead(kNs, all)->size(), 1u);
+  EXPECT_EQ(inspector_->GetQueue(kNs, "t")->rates.dropped, 1);
+}
+
+TEST_F(InspectorTest, TimelineTakesTheTaskOutOfBatchedEntries) {
+  // x fails once and comes back; then x and y are delivered by one dequeue call, with different
+  // attempts, and acked by one ack call.
+  std::string x = Enqueue("t");
+  auto first = Dequeue("t", "g", "c1", 1);
+  ASSERT_EQ(Fail("t", "g", first[0], "flaky", "error", "c1", /*base_ms=*/1000), "retry");
+  Sleep(1300ms);
+  Call(internal::fn::Promote(kNs, "t", 100));
+  std::vector<TaskRequest> batch(2);
+  for (auto& r : batch) {
+    r.ns = kNs;
+    r.task_type = "t";
+  }
+  auto enqueued = client_->EnqueueMany(batch);
+  ASSERT_TRUE(enqueued.ok()) << enqueued.status().ToString();
+  std::string y = (*enqueued)[0].task_id;
+  std::string z = (*enqueued)[1].task_id;
+  auto both = Dequeue("t", "g", "c2", 3);
+  ASSERT_EQ(both.size(), 3u);
+  std::vector<internal::fn::HeldTask> held;
+  for (const auto& d : both) held.push_back({d.id, d.sid});
+  internal::Reply acked = Call(internal::fn::Ack(kNs, "t", "g", "c2", held));
+  ASSERT_EQ(acked.elements.size(), 3u);
+
+  // The entries really are batched: one per call and transition.
+  int batched = 0;
+  for (const auto& e : EventEntries()) {
+    if (internal::WordCount(e.at("ids")) == 3) {
+      ++batched;
+      EXPECT_EQ(internal::WordCount(e.at("attempts")), 3u);
+    }
+  }
+  EXPECT_EQ(batched, 2);  // queued -> active and active -> done
+
+  auto tx = inspector_->GetTask(kNs, x);
+  ASSERT_TRUE(tx.ok());
+  std::vector<std::pair<std::string, int>> path;
+  for (const TaskEvent& e : tx->events) path.push_back({e.from + ">" + e.to, e.attempt});
+  std::vector<std::pair<std::string, int>> want = {{"new>queued", 0},    {"queued>active", 1},
+                                                   {"active>retry", 1},  {"retry>queued", 1},
+                                                   {"queued>active", 2}, {"active>done", 2}};
+  EXPECT_EQ(path, want);
+  EXPECT_EQ(tx->events[2].error, "flaky");
+  EXPECT_EQ(tx->events[5].worker, "c2");
+  EXPECT_TRUE(tx->events_complete);
+  EXPECT_EQ(tx->attempts, 2);
+  EXPECT_EQ(tx->finished_by, "c2");
+
+  auto tz = inspector_->GetTask(kNs, z);
+  ASSERT_TRUE(tz.ok());
+  ASSERT_EQ(tz->events.size(), 3u);
+  EXPECT_EQ(tz->events[0].from, "new");
+  EXPECT_EQ(tz->events[1].attempt, 1);
+  EXPECT_EQ(tz->events[2].to, "done");
+  EXPECT_EQ(tz->attempts, 1);
+  // y and z share every entry: y's timeline is the same walk.
+  EXPECT_EQ(inspector_->GetTask(kNs, y)->events.size(), 3u);
+  EXPECT_EQ(inspector_->GetQueue(kNs, "t")->rates.done, 3);
 }
 
 TEST_F(InspectorTest, ListDeadFiltersByTypeTimeAndLimit) {
@@ -290,6 +495,43 @@ TEST_F(InspectorTest, ReplayWithANewPayloadKeepsTheErrorHistory) {
   EXPECT_EQ(inspector_->DeleteDead(kNs, "ghost").code(), StatusCode::kNotFound);
 }
 
+TEST_F(InspectorTest, ReplayIsRefusedWhenTheStoredBodyCannotBecomeATask) {
+  std::string id = MakeDead("t", "x");
+  auto body = nlohmann::json::parse(redis_.String({"HGET", keys().Bodies(), id}));
+  body["payload"] = "[1,2]";
+  Call({"HSET", keys().Bodies(), id, body.dump()});
+  auto refused = inspector_->ReplayDead(kNs, id);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kConflict);
+  EXPECT_NE(refused.status().message().find("cannot replay " + id), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("payload"), std::string::npos);
+  EXPECT_EQ(inspector_->GetTask(kNs, id)->state, TaskState::kDead);
+  // A new payload fixes a bad payload.
+  ASSERT_TRUE(inspector_->ReplayDead(kNs, id, std::string("{\"fixed\":true}")).ok());
+  EXPECT_EQ(inspector_->GetTask(kNs, id)->state, TaskState::kQueued);
+
+  // Nothing fixes a bad max_retry: refused with the reason, even with a new payload.
+  std::string broken = MakeDead("u", "x");
+  auto stored = nlohmann::json::parse(redis_.String({"HGET", keys().Bodies(), broken}));
+  stored["max_retry"] = "many";
+  Call({"HSET", keys().Bodies(), broken, stored.dump()});
+  auto again = inspector_->ReplayDead(kNs, broken, std::string("{}"));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kConflict);
+  EXPECT_NE(again.status().message().find("max_retry"), std::string::npos)
+      << again.status().message();
+  DeadFilter all;
+  all.limit = 0;
+  auto batch = inspector_->ReplayDeadMatching(kNs, all);
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(batch->matched, 1u);
+  EXPECT_EQ(batch->succeeded, 0u);
+  ASSERT_EQ(batch->failed_ids.size(), 1u);
+  EXPECT_EQ(batch->failed_ids[0], broken);
+  EXPECT_NE(batch->failures[0].find("conflict"), std::string::npos) << batch->failures[0];
+}
+
 TEST_F(InspectorTest, ReplayRejectsAPayloadThatIsNotAnObject) {
   std::string id = MakeDead("t", "x");
   for (const char* bad : {"[1,2]", "not json", "\"text\""}) {
@@ -333,20 +575,23 @@ TEST_F(InspectorTest, ReplayMatchingAndPurgeUseTheFilter) {
 
 TEST_F(InspectorTest, EventWalksCrossChunksAndStopAtTheLimit) {
   std::string first = Enqueue("t");
-  std::vector<TaskRequest> many(1500);
+  // One enqueue call per task: one events entry each.
+  for (int i = 0; i < 1500; ++i) Enqueue("t");
+  // One call for 500 tasks: one events entry that counts 500 times in the rates.
+  std::vector<TaskRequest> many(500);
   for (auto& r : many) {
     r.ns = kNs;
     r.task_type = "t";
   }
   ASSERT_TRUE(client_->EnqueueMany(many).ok());
 
-  auto task = inspector_->GetTask(kNs, first);  // its event is 1500 events back: two chunks
+  auto task = inspector_->GetTask(kNs, first);  // its event is 1501 entries back: two chunks
   ASSERT_TRUE(task.ok());
   ASSERT_EQ(task->events.size(), 1u);
   EXPECT_EQ(task->events[0].to, "queued");
   EXPECT_TRUE(task->events_complete);
   auto q = inspector_->GetQueue(kNs, "t");
-  EXPECT_EQ(q->rates.queued, 1501);
+  EXPECT_EQ(q->rates.queued, 2001);
   EXPECT_TRUE(q->rates.exact);
 
   InspectorOptions small = Options();
@@ -384,12 +629,13 @@ TEST_F(InspectorTest, DelayedRetryingSplitIsExtrapolatedPastTheScanLimit) {
 
 TEST_F(InspectorTest, WritesNeedTheFunctionsLibrary) {
   std::string id = MakeDead("t", "x");
-  redis_.Command({"FUNCTION", "DELETE", "baton"});
+  redis_.Command({"FUNCTION", "DELETE", std::string(internal::protocol::kLibrary)});
   Reconnect(Options());
   auto r = inspector_->ReplayDead(kNs, id);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kVersionMismatch);
   EXPECT_NE(r.status().message().find("baton init"), std::string::npos);
+  EXPECT_EQ(inspector_->RescueStart(kNs, "t", "g").status().code(), StatusCode::kVersionMismatch);
   // Reading needs no library.
   EXPECT_TRUE(inspector_->GetTask(kNs, id).ok());
 }

@@ -56,10 +56,16 @@ StatusOr<QueueInfo> ReadQueue(InspectorCore& core, const std::string& ns, const 
                               StreamState* stream_out) {
   Keys keys(ns);
   const InspectorOptions& options = core.options();
-  auto stream = ReadStreamState(core, keys.Stream(type), options.live_consumer_window.count());
+  auto stream = ReadStreamState(core, keys.Stream(type), /*count_ready=*/true);
   if (!stream.ok()) return stream.status();
-  auto dead = core.Call({"ZCARD", keys.Dead(type)});
-  if (!dead.ok()) return dead.status();
+  auto counts =
+      core.Pipeline({{"ZCARD", keys.Dead(type)},
+                     {"ZCARD", keys.Leases(type)},
+                     {"ZCOUNT", keys.Leases(type), "-inf", "(" + std::to_string(now_ms)}});
+  if (!counts.ok()) return counts.status();
+  for (const Reply& r : *counts) {
+    if (r.is_error()) return ReplyStatus(r);
+  }
   auto split = SplitScheduled(core, ns, type, options.scheduled_scan_limit);
   if (!split.ok()) return split.status();
 
@@ -69,7 +75,10 @@ StatusOr<QueueInfo> ReadQueue(InspectorCore& core, const std::string& ns, const 
   q.stream_length = stream->length;
   q.ready = stream->groups.empty() ? stream->length : 0;
   for (const GroupInfo& g : stream->groups) {
-    q.ready = std::max(q.ready, g.ready);
+    if (g.ready >= q.ready) {
+      q.ready = g.ready;
+      q.ready_exact = g.ready_exact;
+    }
     q.in_flight += g.pending;
     q.consumers += static_cast<int>(g.consumers.size());
     q.live_consumers += g.live_consumers;
@@ -78,7 +87,9 @@ StatusOr<QueueInfo> ReadQueue(InspectorCore& core, const std::string& ns, const 
   q.delayed = split->delayed;
   q.retrying = split->retrying;
   q.scheduled_split_exact = split->exact;
-  q.dead = dead->AsInteger();
+  q.dead = (*counts)[0].AsInteger();
+  q.leased = (*counts)[1].AsInteger();
+  q.expired_leases = (*counts)[2].AsInteger();
   if (!stream->first_entry_id.empty()) {
     q.oldest_age_ms = std::max<std::int64_t>(0, now_ms - StreamIdMs(stream->first_entry_id));
   }

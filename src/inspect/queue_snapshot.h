@@ -18,8 +18,8 @@ struct ScheduledSplit {
 };
 
 // Splits scheduled:TYPE into first runs and retries by reading each member's record (ZRANGE +
-// HMGET baton:{ns}:tasks, 1000 members per round trip). Past `scan_limit` members the split of the
-// scanned (earliest due) part is extrapolated to the whole set.
+// HMGET baton:v2:{ns}:tasks, 1000 members per round trip). Past `scan_limit` members the split of
+// the scanned (earliest due) part is extrapolated to the whole set.
 StatusOr<ScheduledSplit> SplitScheduled(InspectorCore& core, const std::string& ns,
                                         const std::string& type, std::size_t scan_limit);
 

@@ -1,13 +1,15 @@
 // Inspector: the disaster-recovery consumer group (docs/rescue.md). A rescue group `<G>.rescue`
 // drains G's backlog with fixed workers while G's (possibly broken) consumers only see new
-// entries; `finish` hands the stream back to G with nothing skipped and nothing run twice.
+// entries; `finish` hands the stream back to G with nothing skipped and nothing run twice. The two
+// atomic steps are functions of the library (baton_v2_rescue_start / _finish); the status is read
+// here.
 #include <algorithm>
 
 #include "baton/inspector.h"
+#include "broker/functions.h"
 #include "core/keys.h"
 #include "inspect/inspector_core.h"
 #include "inspect/rescue_key.h"
-#include "inspect/rescue_scripts.h"
 #include "inspect/stream_id.h"
 #include "inspect/stream_state.h"
 
@@ -18,8 +20,6 @@ using internal::Keys;
 using internal::Reply;
 
 namespace {
-
-constexpr std::size_t kChunk = 1000;
 
 Status CheckGroup(const std::string& group) {
   if (group.empty() || group.find_first_of(" \t\r\n") != std::string::npos) {
@@ -32,7 +32,7 @@ Status CheckGroup(const std::string& group) {
 StatusOr<RescueState> ReadState(internal::InspectorCore& core, const std::string& ns,
                                 const std::string& type) {
   Keys keys(ns);
-  auto reply = core.Call({"HGETALL", internal::RescueKey(keys, type)});
+  auto reply = core.Call({"HGETALL", keys.Rescue(type)});
   if (!reply.ok()) return reply.status();
   auto f = internal::FieldMap(*reply);
   if (f.empty()) {
@@ -51,27 +51,6 @@ StatusOr<RescueState> ReadState(internal::InspectorCore& core, const std::string
   return s;
 }
 
-// Number of replies of a ranged read walked in chunks (XRANGE / XPENDING): `make(start, count)`
-// builds the command; stops at `limit`. Returns the count and whether it is exact.
-template <typename Make>
-StatusOr<std::pair<std::int64_t, bool>> CountRange(internal::InspectorCore& core, std::string start,
-                                                   std::size_t limit, Make make,
-                                                   std::vector<std::string>* ids) {
-  std::int64_t n = 0;
-  while (static_cast<std::size_t>(n) < limit) {
-    std::size_t count = std::min(kChunk, limit - static_cast<std::size_t>(n));
-    auto reply = core.Call(make(start, count));
-    if (!reply.ok()) return reply.status();
-    n += static_cast<std::int64_t>(reply->elements.size());
-    if (ids != nullptr) {
-      for (const Reply& e : reply->elements) ids->push_back(e.elements[0].AsString());
-    }
-    if (reply->elements.size() < count) return std::make_pair(n, true);
-    start = "(" + reply->elements.back().elements[0].AsString();
-  }
-  return std::make_pair(n, false);
-}
-
 }  // namespace
 
 StatusOr<RescueProgress> Inspector::RescueStatus(const std::string& ns, const std::string& type) {
@@ -83,7 +62,7 @@ StatusOr<RescueProgress> Inspector::RescueStatus(const std::string& ns, const st
   const std::size_t limit = options.entry_scan_limit;
   Keys keys(ns);
   const std::string stream = keys.Stream(type);
-  auto snapshot = internal::ReadStreamState(*core_, stream, options.live_consumer_window.count());
+  auto snapshot = internal::ReadStreamState(*core_, stream, /*count_ready=*/false);
   if (!snapshot.ok()) return snapshot.status();
 
   RescueProgress p;
@@ -94,45 +73,37 @@ StatusOr<RescueProgress> Inspector::RescueStatus(const std::string& ns, const st
   if (rescue != nullptr) {
     p.rescue_live_consumers = rescue->live_consumers;
     if (internal::CompareStreamIds(rescue->last_delivered_id, handover) < 0) {
-      auto n = CountRange(
-          *core_, "(" + rescue->last_delivered_id, limit,
-          [&](const std::string& start, std::size_t count) {
-            return Command{"XRANGE", stream, start, handover, "COUNT", std::to_string(count)};
-          },
-          nullptr);
+      auto n =
+          internal::CountEntries(*core_, stream, "(" + rescue->last_delivered_id, handover, limit);
       if (!n.ok()) return n.status();
-      p.undelivered = n->first;
-      p.exact = p.exact && n->second;
+      p.undelivered = n->count;
+      p.exact = p.exact && n->exact;
     }
-    auto le = CountRange(
-        *core_, "-", limit,
-        [&](const std::string& start, std::size_t count) {
+    auto le =
+        internal::CountRange(*core_, "-", limit, [&](const std::string& start, std::size_t count) {
           return Command{"XPENDING", stream, rescue->name, start, handover, std::to_string(count)};
-        },
-        nullptr);
+        });
     if (!le.ok()) return le.status();
-    auto after = CountRange(
-        *core_, "(" + handover, limit,
-        [&](const std::string& start, std::size_t count) {
+    auto after = internal::CountRange(
+        *core_, "(" + handover, limit, [&](const std::string& start, std::size_t count) {
           return Command{"XPENDING", stream, rescue->name, start, "+", std::to_string(count)};
-        },
-        nullptr);
+        });
     if (!after.ok()) return after.status();
-    p.rescue_pending = le->first;
-    p.rescue_pending_after = after->first;
-    p.exact = p.exact && le->second && after->second;
+    p.rescue_pending = le->count;
+    p.rescue_pending_after = after->count;
+    p.exact = p.exact && le->exact && after->exact;
   }
   if (group != nullptr) {
     p.group_live_consumers = group->live_consumers;
     std::vector<std::string> held;
-    auto n = CountRange(
+    auto n = internal::CountRange(
         *core_, "-", limit,
         [&](const std::string& start, std::size_t count) {
           return Command{"XPENDING", stream, group->name, start, handover, std::to_string(count)};
         },
         &held);
     if (!n.ok()) return n.status();
-    p.exact = p.exact && n->second;
+    p.exact = p.exact && n->exact;
     std::vector<Command> ranges;
     for (const auto& sid : held) ranges.push_back({"XRANGE", stream, sid, sid});
     auto entries = core_->Pipeline(ranges);
@@ -151,11 +122,9 @@ StatusOr<RescueProgress> Inspector::RescueStart(const std::string& ns, const std
   if (Status s = internal::CheckNamespaceArg(ns); !s.ok()) return s;
   if (Status s = internal::CheckTypeArg(type); !s.ok()) return s;
   if (Status s = CheckGroup(group); !s.ok()) return s;
-  Keys keys(ns);
+  if (Status s = core_->EnsureLibrary(); !s.ok()) return s;
   auto reply =
-      core_->Call({"EVAL", std::string(internal::kRescuePrelude) + internal::kRescueStartScript,
-                   "2", keys.Stream(type), internal::RescueKey(keys, type), group,
-                   internal::RescueGroupName(group)});
+      core_->Call(internal::fn::RescueStart(ns, type, group, internal::RescueGroupName(group)));
   if (!reply.ok()) return reply.status().WithContext("rescue start");
   return RescueStatus(ns, type);
 }
@@ -166,11 +135,9 @@ StatusOr<RescueFinishResult> Inspector::RescueFinish(const std::string& ns, cons
   if (Status s = internal::CheckTypeArg(type); !s.ok()) return s;
   auto state = ReadState(*core_, ns, type);
   if (!state.ok()) return state.status();
-  Keys keys(ns);
+  if (Status s = core_->EnsureLibrary(); !s.ok()) return s;
   auto reply =
-      core_->Call({"EVAL", std::string(internal::kRescuePrelude) + internal::kRescueFinishScript,
-                   "2", keys.Stream(type), internal::RescueKey(keys, type), force ? "1" : "0",
-                   std::to_string(core_->options().entry_scan_limit)});
+      core_->Call(internal::fn::RescueFinish(ns, type, force, core_->options().entry_scan_limit));
   if (!reply.ok()) return reply.status().WithContext("rescue finish");
   if (!reply->is_array() || reply->elements.size() != 3) {
     return Status::Internal("rescue finish: unexpected reply");

@@ -6,7 +6,6 @@
 #include <set>
 
 #include "inspect/inspect_test_util.h"
-#include "inspect/rescue_key.h"
 
 namespace baton::testing {
 namespace {
@@ -48,7 +47,7 @@ TEST_F(RescueTest, RoundTripNothingSkippedNothingTwice) {
   EXPECT_FALSE(started->ready_to_finish);
   const std::string handover = started->state.handover_id;
   EXPECT_EQ(GroupField("g", "last-delivered-id"), handover);
-  EXPECT_EQ(redis_.String({"HGET", internal::RescueKey(keys(), "t"), "handover_id"}), handover);
+  EXPECT_EQ(redis_.String({"HGET", keys().Rescue("t"), "handover_id"}), handover);
 
   // G's consumers see nothing of the backlog any more.
   EXPECT_TRUE(Dequeue("t", "g", "broken", 10).empty());
@@ -89,7 +88,7 @@ TEST_F(RescueTest, RoundTripNothingSkippedNothingTwice) {
   EXPECT_EQ(finished->left_behind, 0);
   EXPECT_EQ(GroupField("g.rescue", "name"), "(no group)");
   EXPECT_EQ(GroupField("g", "pending"), "0");
-  EXPECT_EQ(redis_.Integer({"EXISTS", internal::RescueKey(keys(), "t")}), 0);
+  EXPECT_EQ(redis_.Integer({"EXISTS", keys().Rescue("t")}), 0);
   for (const auto& id : backlog) {
     EXPECT_EQ(inspector_->GetTask(kNs, id)->state, TaskState::kDone) << id;
   }

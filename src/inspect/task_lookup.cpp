@@ -10,15 +10,19 @@ namespace {
 // Events older than the task's created_at minus this cannot be the task's (created_at is the
 // producer's clock, which may be behind the server's).
 constexpr std::int64_t kClockSkewMarginMs = 300000;
+// Events newer than the task's finish time plus this cannot be the task's (the final event is
+// written in the same call as the final state; the margin covers a slow call).
+constexpr std::int64_t kFinishMarginMs = 60000;
 
 Status LocateQueued(InspectorCore& core, const Keys& keys, TaskLookup& lookup) {
   TaskInfo& info = lookup.info;
   std::string stream = keys.Stream(info.type);
-  auto state = ReadStreamState(core, stream, core.options().live_consumer_window.count());
+  auto state = ReadStreamState(core, stream, /*count_ready=*/false);
   if (!state.ok()) return state.status();
   lookup.stream = std::move(*state);
 
-  std::vector<Command> commands = {{"XRANGE", stream, info.stream_id, info.stream_id}};
+  std::vector<Command> commands = {{"XRANGE", stream, info.stream_id, info.stream_id},
+                                   {"ZSCORE", keys.Leases(info.type), info.id}};
   for (const auto& g : lookup.stream.groups) {
     commands.push_back({"XPENDING", stream, g.name, info.stream_id, info.stream_id, "1"});
   }
@@ -30,16 +34,94 @@ Status LocateQueued(InspectorCore& core, const Keys& keys, TaskLookup& lookup) {
   } else {
     lookup.entry_missing = true;
   }
+  const Reply& lease = (*replies)[1];
+  if (lease.is_error()) return ReplyStatus(lease);
+  if (!lease.is_nil()) {
+    info.lease_deadline_ms = ScoreMs(lease);
+    info.state = TaskState::kActive;
+  }
   for (std::size_t i = 0; i < lookup.stream.groups.size(); ++i) {
-    const Reply& pending = (*replies)[i + 1];
+    const Reply& pending = (*replies)[i + 2];
     if (!pending.is_array() || pending.elements.empty()) continue;
     const Reply& p = pending.elements[0];
     if (p.elements.size() < 4) continue;
     info.leases.push_back({lookup.stream.groups[i].name, p.elements[1].AsString(),
                            p.elements[2].AsInteger(), p.elements[3].AsInteger()});
   }
-  if (!info.leases.empty()) info.state = TaskState::kActive;
   return Status::Ok();
+}
+
+Status LocateLive(InspectorCore& core, const Keys& keys, const std::string& text, const Reply& body,
+                  TaskLookup& lookup) {
+  TaskInfo& info = lookup.info;
+  lookup.record = ParseTaskRecord(text);
+  if (!lookup.record) {
+    return Status::Internal("task " + info.id + ": record \"" + text +
+                            "\" is not STATE|TYPE|ATTEMPT|SID");
+  }
+  const TaskRecord& record = *lookup.record;
+  info.type = record.type;
+  info.attempts = record.attempt;
+  if (!body.is_nil()) info.body = ParseStoredBody(body.str);
+  if (record.state == "queued") {
+    info.state = TaskState::kQueued;
+    info.stream_id = record.sid;
+    return LocateQueued(core, keys, lookup);
+  }
+  if (record.state == "scheduled" || record.state == "retry") {
+    info.state = record.state == "retry" ? TaskState::kRetry : TaskState::kScheduled;
+    auto due = core.Call({"ZSCORE", keys.Scheduled(record.type), info.id});
+    if (!due.ok()) return due.status();
+    if (!due->is_nil()) info.due_ms = ScoreMs(*due);
+    return Status::Ok();
+  }
+  if (record.state == "dead") {
+    info.state = TaskState::kDead;
+    auto since = core.Call({"ZSCORE", keys.Dead(record.type), info.id});
+    if (!since.ok()) return since.status();
+    if (!since->is_nil()) info.dead_since_ms = ScoreMs(*since);
+    return Status::Ok();
+  }
+  return Status::Internal("task " + info.id + ": unknown state \"" + record.state + "\"");
+}
+
+// A final state: done (no ended value) or the ended value's state.
+Status LocateFinal(const std::string& id, const Reply& finished, const Reply& ended,
+                   TaskInfo& info) {
+  info.finished_ms = ScoreMs(finished);
+  if (ended.is_nil()) {
+    info.state = TaskState::kDone;  // type, attempts and worker come from the events
+    return Status::Ok();
+  }
+  auto record = ParseEndedRecord(ended.str);
+  if (!record) {
+    return Status::Internal("task " + id + ": ended value \"" + ended.str +
+                            "\" is not STATE|TYPE|ATTEMPTS|WORKER");
+  }
+  info.type = record->type;
+  info.attempts = record->attempts;
+  if (record->state == "cancelled") {
+    info.state = TaskState::kCancelled;
+  } else if (record->state == "deleted") {
+    info.state = TaskState::kDeleted;
+  } else if (record->state == "dropped") {
+    info.state = TaskState::kDropped;
+  } else {
+    return Status::Internal("task " + id + ": unknown final state \"" + record->state + "\"");
+  }
+  return Status::Ok();
+}
+
+// What only the events say of a done task: its type, and the run that succeeded (attempt, worker).
+void FillDoneFromEvents(const TaskTimeline& timeline, TaskInfo& info) {
+  if (info.type.empty()) info.type = timeline.type;
+  for (auto it = timeline.events.rbegin(); it != timeline.events.rend(); ++it) {
+    if (it->to == "done") {
+      info.attempts = it->attempt;
+      info.finished_by = it->worker;
+      return;
+    }
+  }
 }
 
 }  // namespace
@@ -53,83 +135,49 @@ StatusOr<TaskLookup> LookupTask(InspectorCore& core, const std::string& ns, cons
   if (!now.ok()) return now.status();
 
   auto replies = core.Pipeline({{"HGET", keys.Tasks(), id},
-                                {"GET", keys.Done(id)},
+                                {"ZSCORE", keys.Done(), id},
+                                {"HGET", keys.Ended(), id},
                                 {"HGET", keys.Errors(), id},
                                 {"HGET", keys.Bodies(), id}});
   if (!replies.ok()) return replies.status();
   for (const Reply& r : *replies) {
     if (r.is_error()) return ReplyStatus(r);
   }
-  const Reply& record_reply = (*replies)[0];
-  const Reply& marker_reply = (*replies)[1];
+  const Reply& record = (*replies)[0];
+  const Reply& finished = (*replies)[1];
 
   TaskLookup lookup;
   TaskInfo& info = lookup.info;
   info.ns = ns;
   info.id = id;
   info.now_ms = *now;
-  if (!(*replies)[2].is_nil()) info.errors = ParseErrors((*replies)[2].str);
+  if (!(*replies)[3].is_nil()) info.errors = ParseErrors((*replies)[3].str);
 
-  if (!record_reply.is_nil()) {
-    lookup.record = ParseTaskRecord(record_reply.str);
-    if (!lookup.record) {
-      return Status::Internal("task " + id + ": record \"" + record_reply.str +
-                              "\" is not STATE|TYPE|ATTEMPT|SID");
-    }
-    const TaskRecord& record = *lookup.record;
-    info.type = record.type;
-    info.attempts = record.attempt;
-    if (!(*replies)[3].is_nil()) info.body = ParseStoredBody((*replies)[3].str);
-    if (record.state == "queued") {
-      info.state = TaskState::kQueued;
-      info.stream_id = record.sid;
-      if (Status s = LocateQueued(core, keys, lookup); !s.ok()) return s;
-    } else if (record.state == "scheduled" || record.state == "retry") {
-      info.state = record.state == "retry" ? TaskState::kRetry : TaskState::kScheduled;
-      auto due = core.Call({"ZSCORE", keys.Scheduled(record.type), id});
-      if (!due.ok()) return due.status();
-      if (!due->is_nil()) info.due_ms = ScoreMs(*due);
-    } else if (record.state == "dead") {
-      info.state = TaskState::kDead;
-      auto since = core.Call({"ZSCORE", keys.Dead(record.type), id});
-      if (!since.ok()) return since.status();
-      if (!since->is_nil()) info.dead_since_ms = ScoreMs(*since);
-    } else {
-      return Status::Internal("task " + id + ": unknown state \"" + record.state + "\"");
-    }
-  } else if (!marker_reply.is_nil()) {
-    auto final_record = ParseFinalRecord(marker_reply.str);
-    if (!final_record) {
-      return Status::Internal("task " + id + ": done marker \"" + marker_reply.str +
-                              "\" is not a JSON object");
-    }
-    info.type = final_record->type;
-    info.attempts = final_record->attempts;
-    info.finished_ms = final_record->finished_ms;
-    info.finished_by = final_record->worker;
-    if (final_record->state == "cancelled") {
-      info.state = TaskState::kCancelled;
-    } else if (final_record->state == "deleted") {
-      info.state = TaskState::kDeleted;
-    } else {
-      info.state = TaskState::kDone;
-    }
+  if (!record.is_nil()) {
+    if (Status s = LocateLive(core, keys, record.str, (*replies)[4], lookup); !s.ok()) return s;
+  } else if (!finished.is_nil()) {
+    if (Status s = LocateFinal(id, finished, (*replies)[2], info); !s.ok()) return s;
   } else {
     return Status::NotFound("task " + id + " not found in namespace " + ns +
-                            ": no live record and no done marker (never enqueued here, or it "
-                            "finished longer ago than the retention)");
+                            ": no live record and no final state (never enqueued here, or it "
+                            "finished longer ago than the namespace's done_retention_s)");
   }
 
-  if (with_events) {
-    std::int64_t oldest = 0;
+  const bool done = info.state == TaskState::kDone;
+  if (with_events || done) {
+    EventWindow window;
     if (info.body && BodyCreatedAt(*info.body) > 0) {
-      oldest = BodyCreatedAt(*info.body) * 1000 - kClockSkewMarginMs;
+      window.oldest_ms = BodyCreatedAt(*info.body) * 1000 - kClockSkewMarginMs;
     }
+    if (info.finished_ms) window.newest_ms = *info.finished_ms + kFinishMarginMs;
     auto timeline =
-        ScanTaskEvents(core, keys.Events(), id, oldest, core.options().event_scan_limit);
+        ScanTaskEvents(core, keys.Events(), id, window, core.options().event_scan_limit);
     if (!timeline.ok()) return timeline.status();
-    info.events = std::move(timeline->events);
-    info.events_complete = timeline->complete;
+    if (done) FillDoneFromEvents(*timeline, info);
+    if (with_events) {
+      info.events = std::move(timeline->events);
+      info.events_complete = timeline->complete;
+    }
   }
   return lookup;
 }

@@ -1,7 +1,7 @@
 #pragma once
-// Finding one task: its record or final record, body, errors, where it sits (stream entry and
-// lease, scheduled due time, dead-letter time) and optionally its events. GetTask and the doctor
-// share it.
+// Finding one task: its live record or final state, body, errors, where it sits (stream entry,
+// PEL holders and lease deadline, scheduled due time, dead-letter time) and optionally its events.
+// GetTask and the doctor share it.
 #include <optional>
 #include <string>
 
@@ -20,8 +20,9 @@ struct TaskLookup {
   StreamState stream;                // queued / active: the work stream and its groups
 };
 
-// kNotFound (message says why it might be missing) when there is neither a live record nor a
-// done marker; kInternal when the record is not in the documented format.
+// kNotFound (the message says why it might be missing) when there is neither a live record nor a
+// final state; kInternal when the record is not in the documented format. A done task's events are
+// always read (its type, attempts and worker live only there), `with_events` or not.
 StatusOr<TaskLookup> LookupTask(InspectorCore& core, const std::string& ns, const std::string& id,
                                 bool with_events);
 

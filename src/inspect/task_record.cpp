@@ -47,34 +47,44 @@ nlohmann::json JsonOrText(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// The four '|'-separated fields of a record; the last one takes the rest of the text.
+bool SplitRecord(std::string_view text, std::string_view parts[4]) {
+  std::size_t start = 0;
+  for (int i = 0; i < 3; ++i) {
+    std::size_t bar = text.find('|', start);
+    if (bar == std::string_view::npos) return false;
+    parts[i] = text.substr(start, bar - start);
+    start = bar + 1;
+  }
+  parts[3] = text.substr(start);
+  return !parts[0].empty();
+}
+
+}  // namespace
+
 std::optional<TaskRecord> ParseTaskRecord(std::string_view text) {
-  std::size_t a = text.find('|');
-  if (a == std::string_view::npos) return std::nullopt;
-  std::size_t b = text.find('|', a + 1);
-  if (b == std::string_view::npos) return std::nullopt;
-  std::size_t c = text.find('|', b + 1);
-  if (c == std::string_view::npos) return std::nullopt;
-  TaskRecord record;
-  record.state = std::string(text.substr(0, a));
-  record.type = std::string(text.substr(a + 1, b - a - 1));
+  std::string_view parts[4];
   std::int64_t attempt = 0;
-  if (!ParseInt(text.substr(b + 1, c - b - 1), &attempt)) return std::nullopt;
+  if (!SplitRecord(text, parts) || !ParseInt(parts[2], &attempt)) return std::nullopt;
+  TaskRecord record;
+  record.state = std::string(parts[0]);
+  record.type = std::string(parts[1]);
   record.attempt = static_cast<int>(attempt);
-  record.sid = std::string(text.substr(c + 1));
-  if (record.state.empty()) return std::nullopt;
+  record.sid = std::string(parts[3]);
   return record;
 }
 
-std::optional<FinalRecord> ParseFinalRecord(std::string_view json) {
-  auto parsed = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
-  FinalRecord record;
-  record.state = StringField(parsed, "state");
-  if (record.state.empty()) record.state = "done";
-  record.type = StringField(parsed, "type");
-  record.attempts = static_cast<int>(IntField(parsed, "attempts"));
-  record.finished_ms = IntField(parsed, "finished_ms");
-  record.worker = StringField(parsed, "worker");
+std::optional<EndedRecord> ParseEndedRecord(std::string_view text) {
+  std::string_view parts[4];
+  std::int64_t attempts = 0;
+  if (!SplitRecord(text, parts) || !ParseInt(parts[2], &attempts)) return std::nullopt;
+  EndedRecord record;
+  record.state = std::string(parts[0]);
+  record.type = std::string(parts[1]);
+  record.attempts = static_cast<int>(attempts);
+  record.worker = std::string(parts[3]);
   return record;
 }
 

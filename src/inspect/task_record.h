@@ -1,7 +1,7 @@
 #pragma once
 // Parsers for what Baton stores per task (docs/keyspace.md): the live record in
-// baton:{ns}:tasks, the final record in done:ID, the body in bodies or a stream entry, and the
-// error history in errors.
+// baton:v2:{ns}:tasks, the final record of a non-done final state in ended, the body in bodies or
+// a stream entry, and the error history in errors.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,15 +22,14 @@ struct TaskRecord {
 };
 std::optional<TaskRecord> ParseTaskRecord(std::string_view text);
 
-// {"state":"done","type":"T","attempts":1,"finished_ms":...,"worker":"..."}.
-struct FinalRecord {
-  std::string state;  // done, cancelled, deleted
+// An ended value "STATE|TYPE|ATTEMPTS|WORKER" (WORKER may be empty).
+struct EndedRecord {
+  std::string state;  // cancelled, deleted, dropped
   std::string type;
   int attempts = 0;
-  std::int64_t finished_ms = 0;
   std::string worker;
 };
-std::optional<FinalRecord> ParseFinalRecord(std::string_view json);
+std::optional<EndedRecord> ParseEndedRecord(std::string_view text);
 
 // A bodies value (a JSON object of strings); nullopt when it is not one.
 std::optional<TaskBody> ParseStoredBody(std::string_view json);

@@ -1,5 +1,5 @@
 #pragma once
-// Reconnect backoff shared by Baton's background loops (promoter, reaper, worker fetchers):
+// Reconnect backoff shared by Baton's background loops (promoter, reaper, subscriber, worker):
 // 100 ms, doubling on every consecutive failure, capped at 5 s; Reset() after a success.
 #include <algorithm>
 #include <chrono>
@@ -18,6 +18,8 @@ class Backoff {
     next_ = std::min(next_ * 2, max_);
     return current;
   }
+  // The delay the next call of Next() returns.
+  std::chrono::milliseconds Peek() const { return next_; }
   void Reset() { next_ = initial_; }
 
  private:

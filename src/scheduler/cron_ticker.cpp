@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 
+#include "broker/functions.h"
 #include "broker/redis_open.h"
 #include "core/keys.h"
 #include "cron/cron_due.h"
@@ -19,17 +20,6 @@ namespace baton::internal {
 namespace {
 
 using std::chrono::sys_seconds;
-
-// Moves a job's state forward only: HSET when the field is absent or smaller. Returns 1 when it
-// wrote. KEYS[1] baton:cron:state; ARGV[1] job name, ARGV[2] Unix seconds.
-constexpr std::string_view kAdvanceStateScript = R"LUA(
-local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]))
-if cur == nil or cur < tonumber(ARGV[2]) then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-  return 1
-end
-return 0
-)LUA";
 
 std::optional<std::int64_t> ParseInt(const std::string& s) {
   std::int64_t v = 0;
@@ -157,6 +147,7 @@ class CronTicker::ChangeListener {
 
 CronTicker::CronTicker(Options options) : options_(std::move(options)) {
   if (options_.max_sleep.count() < 1) options_.max_sleep = std::chrono::milliseconds(1);
+  if (!options_.log) options_.log = StderrLog();
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
@@ -193,8 +184,6 @@ Status CronTicker::EnsureConnected() {
   if (!client_) {
     ClientOptions co;
     co.redis_url = options_.redis_url;
-    co.events_maxlen = options_.events_maxlen;
-    co.done_retention = options_.done_retention;
     StatusOr<std::unique_ptr<Client>> client = Client::Connect(co);
     if (!client.ok()) return client.status();
     client_ = std::move(*client);
@@ -364,16 +353,14 @@ StatusOr<CronRunResult> CronTicker::RunOnceLocked(std::chrono::system_clock::tim
   }
 
   // The state moves after the enqueues: a ticker dying in between leaves the ticks due, and the
-  // next pass (of any ticker) enqueues them again as duplicates, which enqueue drops.
+  // next pass (of any ticker) enqueues them again as duplicates, which enqueue drops. The
+  // compare-and-set (baton_v2_cron_mark) only moves it forward.
   if (!advance.empty()) {
-    for (const auto& [name, tick] : advance) {
-      conn_->Append(
-          {"EVAL", std::string(kAdvanceStateScript), "1", state_key, name, std::to_string(tick)});
-    }
+    for (const auto& [name, tick] : advance) conn_->Append(fn::CronMark(name, tick));
     StatusOr<std::vector<Reply>> cas = conn_->Flush();
     if (!cas.ok()) return cas.status().WithContext("cron: advance state");
     for (const Reply& r : *cas) {
-      if (r.is_error()) return Status::Internal("cron: advance state: " + r.str);
+      if (r.is_error()) return StatusFromErrorReply(r).WithContext("cron: baton_v2_cron_mark");
     }
   }
   return result;
@@ -406,6 +393,7 @@ void CronTicker::Loop() {
   const RedisEndpoint endpoint = *RedisEndpoint::Parse(options_.redis_url);
   listener_ = std::make_unique<ChangeListener>();
   Backoff backoff;
+  OutageLog outage("cron");
   Backoff subscribe_backoff;
   auto next_subscribe = std::chrono::steady_clock::now();
   std::map<std::string, std::string> last_invalid;  // report a broken definition once
@@ -440,11 +428,13 @@ void CronTicker::Loop() {
       }
     }
     if (!pass.ok()) {
-      if (options_.on_error) options_.on_error(pass.status());
-      Wait(backoff.Next());
+      const std::chrono::milliseconds wait = backoff.Next();
+      outage.Failed(options_.log, pass.status(), wait);
+      Wait(wait);
       continue;
     }
     backoff.Reset();
+    outage.Succeeded(options_.log);
     if (options_.on_pass && (!pass->fired.empty() || !pass->missed.empty() ||
                              !pass->refused.empty() || pass->invalid != last_invalid)) {
       options_.on_pass(*pass);

@@ -9,9 +9,10 @@
 //    ("cron:<job>:<unix s>"); enqueue is idempotent on the id, so the tickers that lose the race
 //    get the outcome kDuplicate and write nothing;
 //  - the hash baton:cron:state (name -> unix seconds of the last tick handled: fired, or dropped by
-//    the `skip` policy) is shared; it only moves forward, through a compare-and-set script, and it
-//    is written after the tick's task was enqueued, so a ticker that dies in between leaves the
-//    tick due and another ticker enqueues it (a duplicate at worst, which enqueue drops).
+//    the `skip` policy) is shared; it only moves forward, through the compare-and-set function
+//    baton_v2_cron_mark, and it is written after the tick's task was enqueued, so a ticker that
+//    dies in between leaves the tick due and another ticker enqueues it (a duplicate at worst,
+//    which enqueue drops).
 // Missed ticks (older than `grace` when a ticker sees them: no ticker ran) follow the job's
 // policy (cron/cron_due.h): `skip` drops them, `run_once` fires one task for all of them.
 // A job never seen before starts at the time it is first seen (no catch-up of its past).
@@ -30,15 +31,18 @@
 
 #include "baton/client.h"
 #include "baton/status.h"
+#include "broker/protocol_gen.h"
 #include "broker/redis_connection.h"
+#include "core/keys.h"
 #include "cron/cron_job.h"
 #include "cron/cron_schedule.h"
+#include "scheduler/loop_log.h"
 
 namespace baton::internal {
 
 // Keys of the cron ticker (the definitions hash is Keys::kCron).
-inline constexpr std::string_view kCronStateKey = "baton:cron:state";
-inline constexpr std::string_view kCronChangedChannel = "baton:cron:changed";
+inline constexpr std::string_view kCronStateKey = Keys::kCronState;
+inline constexpr std::string_view kCronChangedChannel = protocol::kChannelCronChanged;
 
 // One tick enqueued (or found already enqueued) by RunOnce.
 struct CronFire {
@@ -71,8 +75,6 @@ class CronTicker {
  public:
   struct Options {
     std::string redis_url = "redis://127.0.0.1:6379";
-    std::size_t events_maxlen = 100000;
-    std::chrono::seconds done_retention{86400};
     // Longest sleep between two passes: how late an edit of baton:cron is seen when its
     // baton:cron:changed message was lost.
     std::chrono::milliseconds max_sleep{1000};
@@ -83,9 +85,9 @@ class CronTicker {
     // Called on the loop thread after each pass that fired, missed, refused something, or whose
     // set of invalid definitions changed. May be empty.
     std::function<void(const CronRunResult&)> on_pass;
-    // Called on the loop thread when a pass fails (Redis unreachable, ...); the loop retries with
-    // backoff. May be empty.
-    std::function<void(const Status&)> on_error;
+    // Where the loop reports an outage (Redis unreachable, ...; once when it starts, once when it
+    // ends: the loop retries with backoff meanwhile). Empty: StderrLog().
+    LogFn log;
   };
 
   explicit CronTicker(Options options);

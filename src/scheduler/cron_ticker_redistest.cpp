@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "broker/functions.h"
+#include "core/keys.h"
 #include "harness/redis_server.h"
 #include "scheduler/cron_ticker.h"
 
@@ -59,7 +61,7 @@ class CronTickerTest : public ::testing::Test {
 
   std::vector<std::map<std::string, std::string>> StreamEntries(const std::string& type) {
     std::vector<std::map<std::string, std::string>> out;
-    auto reply = redis_.Command({"XRANGE", "baton:{app}:stream:" + type, "-", "+"});
+    auto reply = redis_.Command({"XRANGE", Keys("app").Stream(type), "-", "+"});
     for (std::size_t i = 0; i < reply->elements; ++i) {
       redisReply* entry = reply->element[i];
       redisReply* kv = entry->element[1];
@@ -120,7 +122,7 @@ TEST_F(CronTickerTest, FiresEachDueTickOnce) {
   EXPECT_EQ(extra["cron"]["job"], "minutely");
   EXPECT_EQ(extra["cron"]["tick"], Unix(kT0 + minutes(1)));
   EXPECT_EQ(entries[0].at("created_at"), std::to_string(Unix(kT0 + minutes(1))));
-  EXPECT_FALSE(redis_.String({"HGET", "baton:{app}:tasks", fire.task_id}).empty());
+  EXPECT_FALSE(redis_.String({"HGET", Keys("app").Tasks(), fire.task_id}).empty());
 }
 
 TEST_F(CronTickerTest, TicksWithinGraceAllFire) {
@@ -352,6 +354,18 @@ TEST_F(CronTickerTest, StateOnlyMovesForward) {
   ASSERT_TRUE(pass.ok());
   EXPECT_TRUE(pass->fired.empty());
   EXPECT_EQ(State("minutely"), std::to_string(Unix(kT0 + minutes(5))));
+}
+
+// The compare-and-set the tickers share (baton_v2_cron_mark): 1 when it moved the state, 0 when
+// the state already was at or past the tick.
+TEST_F(CronTickerTest, CronMarkOnlyMovesForward) {
+  EXPECT_EQ(redis_.Integer(fn::CronMark("job", 100)), 1);
+  EXPECT_EQ(State("job"), "100");
+  EXPECT_EQ(redis_.Integer(fn::CronMark("job", 100)), 0);
+  EXPECT_EQ(redis_.Integer(fn::CronMark("job", 99)), 0);
+  EXPECT_EQ(State("job"), "100");
+  EXPECT_EQ(redis_.Integer(fn::CronMark("job", 160)), 1);
+  EXPECT_EQ(State("job"), "160");
 }
 
 TEST_F(CronTickerTest, RedisDownIsUnavailable) {

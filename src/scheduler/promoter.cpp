@@ -1,36 +1,27 @@
 #include "scheduler/promoter.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <climits>
 
+#include "broker/functions.h"
 #include "broker/redis_open.h"
-#include "core/keys.h"
 #include "scheduler/backoff.h"
 
 namespace baton::internal {
 
 namespace {
 
-std::vector<std::string> PromoteArgv(const std::string& ns, const std::string& type, int limit,
-                                     std::size_t events_maxlen) {
-  Keys keys(ns);
-  return {"FCALL",
-          "baton_promote",
-          "5",
-          keys.Scheduled(type),
-          keys.Stream(type),
-          keys.Tasks(),
-          keys.Bodies(),
-          keys.Events(),
-          std::to_string(limit),
-          std::to_string(events_maxlen)};
+using Clock = std::chrono::steady_clock;
+
+std::int64_t SteadyMs(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-// Parses [promoted, next_due_ms, now_ms].
+// Parses {promoted, next_due_ms, now_ms}.
 StatusOr<PromoteResult> ParsePromoteReply(const Reply& reply) {
-  if (reply.is_error()) return StatusFromErrorReply(reply).WithContext("baton_promote");
+  if (reply.is_error()) return StatusFromErrorReply(reply).WithContext("baton_v2_promote");
   if (!reply.is_array() || reply.elements.size() < 3) {
-    return Status::Internal("baton_promote: unexpected reply shape");
+    return Status::Internal("baton_v2_promote: unexpected reply shape");
   }
   PromoteResult r;
   r.promoted = reply.elements[0].AsInteger();
@@ -51,23 +42,32 @@ void Merge(const PromoteResult& one, PromoteResult* total) {
 }  // namespace
 
 Promoter::Promoter(Options options) : options_(std::move(options)) {
-  options_.limit = std::max(options_.limit, 1);
+  options_.limit = std::clamp(options_.limit, 1, 10000);
+  if (options_.interval.count() < 1) options_.interval = std::chrono::milliseconds(1);
+  if (!options_.log) options_.log = StderrLog();
+  std::sort(options_.types.begin(), options_.types.end());
 }
 
 Promoter::~Promoter() { Stop(); }
 
-Status Promoter::EnsureConnected() { return internal::EnsureConnected(conn_, options_.redis_url); }
+std::vector<TypeRef> Promoter::CurrentTypes() const {
+  if (!options_.types.empty()) return options_.types;
+  if (!options_.types_source) return {};
+  std::vector<TypeRef> types = options_.types_source();
+  std::sort(types.begin(), types.end());
+  types.erase(std::unique(types.begin(), types.end()), types.end());
+  return types;
+}
 
 StatusOr<PromoteResult> Promoter::RunOnce(const std::string& ns, const std::string& type) {
   std::lock_guard<std::mutex> lock(mu_);
-  Status st = EnsureConnected();
-  if (!st.ok()) return st;
-  return RunOnceLocked(ns, type);
+  if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) return st;
+  return RunOnceLocked(TypeRef{ns, type});
 }
 
-StatusOr<PromoteResult> Promoter::RunOnceLocked(const std::string& ns, const std::string& type) {
-  const std::vector<std::string> argv =
-      PromoteArgv(ns, type, options_.limit, options_.events_maxlen);
+StatusOr<PromoteResult> Promoter::RunOnceLocked(const TypeRef& type) {
+  const fn::Command argv =
+      fn::Promote(type.ns, type.type, static_cast<std::size_t>(options_.limit));
   PromoteResult total;
   while (true) {
     StatusOr<Reply> reply = conn_->Command(argv);
@@ -82,43 +82,40 @@ StatusOr<PromoteResult> Promoter::RunOnceLocked(const std::string& ns, const std
   }
 }
 
-StatusOr<PromoteResult> Promoter::RunPass() {
+StatusOr<std::vector<PromoteResult>> Promoter::PromoteTypes(const std::vector<TypeRef>& types) {
   std::lock_guard<std::mutex> lock(mu_);
-  Status st = EnsureConnected();
-  if (!st.ok()) return st;
-  std::vector<TypeRef> types = options_.types;
-  if (types.empty()) {
-    StatusOr<std::vector<TypeRef>> found = DiscoverTypes(*conn_);
-    if (!found.ok()) return found.status();
-    types = std::move(*found);
-  }
-  PromoteResult total;
-  if (types.empty()) return total;
+  if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) return st;
+  std::vector<PromoteResult> out;
+  if (types.empty()) return out;
   // First call for every type in one round trip; only a type that filled its limit needs more.
   for (const TypeRef& t : types) {
-    conn_->Append(PromoteArgv(t.ns, t.type, options_.limit, options_.events_maxlen));
+    conn_->Append(fn::Promote(t.ns, t.type, static_cast<std::size_t>(options_.limit)));
   }
   StatusOr<std::vector<Reply>> replies = conn_->Flush();
   if (!replies.ok()) return replies.status();
   for (std::size_t i = 0; i < types.size() && i < replies->size(); ++i) {
     StatusOr<PromoteResult> one = ParsePromoteReply((*replies)[i]);
-    if (!one.ok()) return one.status();
+    if (!one.ok()) return one.status().WithContext(types[i].ns + "/" + types[i].type);
     promoted_total_ += static_cast<std::uint64_t>(one->promoted);
     if (one->promoted >= options_.limit) {
-      StatusOr<PromoteResult> rest = RunOnceLocked(types[i].ns, types[i].type);
+      StatusOr<PromoteResult> rest = RunOnceLocked(types[i]);
       if (!rest.ok()) return rest.status();
       one->promoted += rest->promoted;
       one->next_due_ms = rest->next_due_ms;
       one->now_ms = rest->now_ms;
     }
-    Merge(*one, &total);
+    out.push_back(*one);
   }
-  return total;
+  return out;
 }
 
-std::uint64_t Promoter::promoted_total() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return promoted_total_;
+StatusOr<PromoteResult> Promoter::RunPass() {
+  std::vector<TypeRef> types = CurrentTypes();
+  StatusOr<std::vector<PromoteResult>> results = PromoteTypes(types);
+  if (!results.ok()) return results.status();
+  PromoteResult total;
+  for (const PromoteResult& one : *results) Merge(one, &total);
+  return total;
 }
 
 Status Promoter::Start() {
@@ -127,25 +124,22 @@ Status Promoter::Start() {
   if (!endpoint.ok()) return endpoint.status().WithContext("promoter");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Status st = EnsureConnected();
-    if (!st.ok()) return st.WithContext("promoter");
+    if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) {
+      return st.WithContext("promoter");
+    }
   }
   {
     std::lock_guard<std::mutex> lock(wake_mu_);
     stopping_ = false;
   }
-  subscriber_ = std::make_unique<WakeupSubscriber>(
-      *endpoint, [this](const WakeupMessage& msg) { OnWakeup(msg); },
-      [this] {
-        // Messages may have been lost while disconnected: run a pass now.
-        std::lock_guard<std::mutex> lock(wake_mu_);
-        woken_ = true;
-        wake_cv_.notify_all();
-      });
-  Status sub = subscriber_->Start();
-  if (!sub.ok()) {
-    // Not fatal: the loop still runs every interval and the subscriber keeps retrying.
-    std::fprintf(stderr, "baton promoter: %s\n", sub.ToString().c_str());
+  if (options_.subscribe) {
+    WakeupSubscriber::Handlers handlers;
+    handlers.on_wakeup = [this](const WakeupMessage& msg) { Notify(msg); };
+    handlers.on_resubscribed = [this] { Resync(); };
+    subscriber_ = std::make_unique<WakeupSubscriber>(*endpoint, std::move(handlers), options_.log);
+    // A failed first subscribe is not fatal: the subscriber logs it and keeps retrying, and the
+    // loop's safety pass bounds the delay meanwhile.
+    subscriber_->Start();
   }
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
@@ -161,51 +155,104 @@ void Promoter::Stop() {
   if (subscriber_) subscriber_->Stop();
 }
 
-void Promoter::OnWakeup(const WakeupMessage& msg) {
-  if (!options_.types.empty() && std::find(options_.types.begin(), options_.types.end(),
-                                           TypeRef{msg.ns, msg.type}) == options_.types.end()) {
+void Promoter::Notify(const WakeupMessage& msg) {
+  TypeRef type{msg.ns, msg.type};
+  if (!options_.types.empty() &&
+      !std::binary_search(options_.types.begin(), options_.types.end(), type)) {
     return;  // not one of ours
   }
   std::lock_guard<std::mutex> lock(wake_mu_);
+  auto [it, inserted] = hints_.emplace(std::move(type), msg.due_ms);
+  if (!inserted) it->second = std::min(it->second, msg.due_ms);
   if (msg.due_ms < planned_wake_ms_) {
     woken_ = true;
     wake_cv_.notify_all();
   }
 }
 
+void Promoter::Poke() {
+  std::lock_guard<std::mutex> lock(wake_mu_);
+  woken_ = true;
+  wake_cv_.notify_all();
+}
+
+void Promoter::Resync() {
+  std::lock_guard<std::mutex> lock(wake_mu_);
+  resync_ = true;
+  woken_ = true;
+  wake_cv_.notify_all();
+}
+
+std::int64_t Promoter::ServerNowLocked() const { return SteadyMs(Clock::now()) + clock_offset_ms_; }
+
 void Promoter::Loop() {
   Backoff backoff;
+  OutageLog outage("promoter");
+  auto next_full = Clock::now();  // the first pass checks every type
   while (true) {
+    // Asked outside wake_mu_: the source has its own lock.
+    const std::vector<TypeRef> types = CurrentTypes();
+    std::vector<TypeRef> due;
     {
       std::lock_guard<std::mutex> lock(wake_mu_);
       if (stopping_) return;
       woken_ = false;
-      // Until this pass has computed a plan, any wake-up message counts.
+      // Until this pass has made a plan, any wake-up message counts.
       planned_wake_ms_ = INT64_MAX;
+      if (resync_ || Clock::now() >= next_full) {
+        next_due_.clear();
+        next_full = Clock::now() + options_.interval;
+      }
+      resync_ = false;
+      for (const auto& [type, due_ms] : hints_) {
+        auto it = next_due_.find(type);
+        if (it != next_due_.end() && (it->second < 0 || due_ms < it->second)) it->second = due_ms;
+      }
+      hints_.clear();
+      std::erase_if(next_due_, [&](const auto& entry) {
+        return !std::binary_search(types.begin(), types.end(), entry.first);
+      });
+      const std::int64_t now = ServerNowLocked();
+      for (const TypeRef& t : types) {
+        auto it = next_due_.find(t);
+        if (it == next_due_.end() || (it->second >= 0 && it->second <= now)) due.push_back(t);
+      }
     }
-    StatusOr<PromoteResult> pass = RunPass();
-    auto now = std::chrono::steady_clock::now();
-    std::chrono::milliseconds wait = options_.interval;
-    std::int64_t planned = INT64_MAX;
-    if (!pass.ok()) {
+
+    StatusOr<std::vector<PromoteResult>> results = PromoteTypes(due);
+    const auto after = Clock::now();
+    std::chrono::milliseconds wait{0};
+    std::unique_lock<std::mutex> lock(wake_mu_);
+    if (!results.ok()) {
       wait = backoff.Next();
-      std::fprintf(stderr, "baton promoter: %s (retrying in %lld ms)\n",
-                   pass.status().ToString().c_str(), static_cast<long long>(wait.count()));
+      outage.Failed(options_.log, results.status(), wait);
+      next_due_.clear();  // unknown again: the next pass checks every type
     } else {
       backoff.Reset();
-      if (pass->next_due_ms >= 0) {
-        std::int64_t until_due = std::max<std::int64_t>(pass->next_due_ms - pass->now_ms, 0);
-        wait = std::min(wait, std::chrono::milliseconds(until_due));
+      outage.Succeeded(options_.log);
+      // Each reply's clock was read before `after`: the largest offset is the closest one.
+      std::int64_t offset = INT64_MIN;
+      for (std::size_t i = 0; i < results->size(); ++i) {
+        const PromoteResult& r = (*results)[i];
+        next_due_[due[i]] = r.next_due_ms;
+        offset = std::max(offset, r.now_ms - SteadyMs(after));
       }
-      // now_ms is 0 when the pass found no type to promote (no server clock was read): then any
-      // wake-up message must count, or the first delayed task of a new type waits a whole interval.
-      if (pass->now_ms > 0) planned = pass->now_ms + wait.count();
+      if (offset != INT64_MIN) {
+        clock_offset_ms_ = offset;
+        clock_known_ = true;
+      }
+      wait = std::chrono::ceil<std::chrono::milliseconds>(next_full - after);
+      const std::int64_t now = ServerNowLocked();
+      for (const auto& [type, due_ms] : next_due_) {
+        if (due_ms >= 0)
+          wait = std::min(wait, std::chrono::milliseconds(std::max<std::int64_t>(due_ms - now, 0)));
+      }
+      wait = std::max(wait, std::chrono::milliseconds(0));
+      // Without a reply yet (no type served) the server's clock is unknown: any message counts.
+      planned_wake_ms_ = clock_known_ ? now + wait.count() : INT64_MAX;
     }
-    std::unique_lock<std::mutex> lock(wake_mu_);
-    // A message that arrived during the pass and is earlier than the new plan wakes us at once;
-    // woken_ set during the pass with a later due is harmless (one extra pass).
-    planned_wake_ms_ = planned;
-    wake_cv_.wait_until(lock, now + wait, [this] { return stopping_ || woken_; });
+    // A message that arrived during the pass set woken_ (the plan was INT64_MAX): go round again.
+    wake_cv_.wait_until(lock, after + wait, [this] { return stopping_ || woken_; });
   }
 }
 

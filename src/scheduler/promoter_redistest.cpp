@@ -1,8 +1,9 @@
 // The promoter against a real redis-server: RunOnce, the sleep-until-due loop woken early by
-// baton:wakeup, and two promoters racing over the same due tasks.
+// baton:v2:wakeup, silence at rest (no polling), and two promoters racing over the same due tasks.
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -10,6 +11,8 @@
 #include "core/keys.h"
 #include "harness/redis_server.h"
 #include "scheduler/promoter.h"
+#include "scheduler/scheduler_test_util.h"
+#include "scheduler/type_directory.h"
 
 namespace baton::internal {
 namespace {
@@ -64,6 +67,13 @@ class PromoterTest : public ::testing::Test {
   long long Scheduled(const std::string& type) {
     return redis_.Integer({"ZCARD", Keys(kNs).Scheduled(type)});
   }
+  // FCALLs Redis has run so far (INFO commandstats).
+  long long FcallCount() {
+    std::string info = redis_.String({"INFO", "commandstats"});
+    std::size_t at = info.find("cmdstat_fcall:calls=");
+    if (at == std::string::npos) return 0;
+    return std::stoll(info.substr(at + std::string("cmdstat_fcall:calls=").size()));
+  }
 
   RedisServer redis_;
   std::unique_ptr<Client> client_;
@@ -97,15 +107,22 @@ TEST_F(PromoterTest, RunOnceMovesOnlyDueTasksAndReportsTheNextDueTime) {
   EXPECT_EQ(empty->next_due_ms, -1);
 }
 
-TEST_F(PromoterTest, RunPassDiscoversEveryTypeOfEveryNamespace) {
-  auto now = std::chrono::system_clock::now();
-  EnqueueAt("a", 2, now + 300ms);
-  EnqueueAt("b", 3, now + 300ms);
-  // The directory the pass walks (clients and workers fill it in).
-  redis_.Command({"SADD", std::string(Keys::kNamespaces), kNs});
-  redis_.Command({"SADD", Keys(kNs).Types(), "a", "b"});
+// batond's wiring: the types come from a TypeDirectory, which finds a namespace nobody
+// registered in baton:v2:namespaces.
+TEST_F(PromoterTest, RunPassServesTheTypesOfItsSource) {
+  const std::int64_t soon = testutil::ServerMs(redis_) + 300;
+  testutil::RawEnqueue(redis_, kNs, "a", 2, soon);
+  testutil::RawEnqueue(redis_, kNs, "b", 3, soon);
+  ASSERT_EQ(redis_.Integer({"SCARD", std::string(Keys::kNamespaces)}), 0);
+  auto endpoint = RedisEndpoint::Parse(redis_.url());
+  auto conn = RedisConnection::Open(*endpoint);
+  ASSERT_TRUE(conn.ok());
+  TypeDirectory directory;
+  ASSERT_TRUE(directory.Refresh(**conn, /*scan=*/true).ok());
   std::this_thread::sleep_for(400ms);
-  Promoter promoter(Opts());
+  Promoter::Options o = Opts();
+  o.types_source = [&] { return directory.Snapshot(); };
+  Promoter promoter(o);
   auto pass = promoter.RunPass();
   ASSERT_TRUE(pass.ok()) << pass.status().ToString();
   EXPECT_EQ(pass->promoted, 5);
@@ -119,6 +136,7 @@ TEST_F(PromoterTest, LoopWakesUpForAnEarlierTask) {
   EnqueueAt("w", 1, now + 10s);
   Promoter::Options o = Opts();
   o.interval = 30s;  // only the wake-up message can make it run before the 10 s task is due
+  o.types = {{kNs, "w"}};
   Promoter promoter(o);
   ASSERT_TRUE(promoter.Start().ok());
   std::this_thread::sleep_for(300ms);  // the loop is now sleeping until +10 s
@@ -135,16 +153,26 @@ TEST_F(PromoterTest, LoopWakesUpForAnEarlierTask) {
   promoter.Stop();
 }
 
-// Regression: a pass over an empty Redis (no type yet) reported now_ms = 0, the loop planned its
-// wake-up at "1970 + interval" and ignored every baton:wakeup message until the next interval, so
-// the first delayed task of a brand-new type fired up to one interval late.
+// Regression: a pass over no type reported no server clock, the loop planned its wake-up at
+// "1970 + interval" and ignored every wake-up message until the next interval, so the first
+// delayed task of a brand-new type fired up to one interval late. Here the source lists the type
+// before its first task is enqueued, but nothing pokes the promoter: only the message wakes it.
 TEST_F(PromoterTest, FirstDelayedTaskOfANewTypeWakesAnIdlePromoter) {
+  std::mutex mu;
+  std::vector<TypeRef> served;
   Promoter::Options o = Opts();
   o.interval = 30s;  // only the wake-up message can make it run in time
+  o.types_source = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return served;
+  };
   Promoter promoter(o);
   ASSERT_TRUE(promoter.Start().ok());
   std::this_thread::sleep_for(300ms);  // the loop has run its empty pass and sleeps
-
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    served.push_back({kNs, "fresh"});
+  }
   auto due = std::chrono::system_clock::now() + 300ms;
   EnqueueAt("fresh", 1, due);
   ASSERT_TRUE(WaitUntil([&] { return Len("fresh") == 1; }, 5s));
@@ -152,6 +180,31 @@ TEST_F(PromoterTest, FirstDelayedTaskOfANewTypeWakesAnIdlePromoter) {
   EXPECT_LT(late, 400ms) << "promoted "
                          << std::chrono::duration_cast<std::chrono::milliseconds>(late).count()
                          << " ms after due";
+  promoter.Stop();
+}
+
+// The promoter does not poll: at rest (nothing due, no message) it sends no command until its
+// safety interval; a due time it knows of costs one call of that type only.
+TEST_F(PromoterTest, SilentAtRestAndCallsOnlyTheDueType) {
+  auto now = std::chrono::system_clock::now();
+  EnqueueAt("far", 1, now + 60s);
+  Promoter::Options o = Opts();
+  o.interval = 30s;
+  o.types = {{kNs, "far"}, {kNs, "idle1"}, {kNs, "idle2"}, {kNs, "soon"}};
+  Promoter promoter(o);
+  ASSERT_TRUE(promoter.Start().ok());
+  std::this_thread::sleep_for(300ms);  // the first pass (one call per type) is done
+  const long long at_rest = FcallCount();
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(FcallCount() - at_rest, 0) << "the promoter polled";
+
+  // A task due in 500 ms: its enqueue (1 FCALL) wakes the promoter, which plans for it, then one
+  // promote call of that type when it is due.
+  EnqueueAt("soon", 1, std::chrono::system_clock::now() + 500ms);
+  ASSERT_TRUE(WaitUntil([&] { return Len("soon") == 1; }, 3s));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_LE(FcallCount() - at_rest, 1 + 2) << "enqueue + at most two promote calls";
+  EXPECT_EQ(promoter.promoted_total(), 1u);
   promoter.Stop();
 }
 
@@ -207,18 +260,6 @@ TEST_F(PromoterTest, TwoPromotersNeverPromoteATaskTwice) {
     ids.insert(fields->element[1]->str);
   }
   EXPECT_EQ(ids.size(), static_cast<std::size_t>(kN));  // each task exactly once
-}
-
-TEST(WakeupMessageTest, Parses) {
-  WakeupMessage m;
-  ASSERT_TRUE(ParseWakeupMessage("ns|type|1722489600123", &m));
-  EXPECT_EQ(m.ns, "ns");
-  EXPECT_EQ(m.type, "type");
-  EXPECT_EQ(m.due_ms, 1722489600123);
-  EXPECT_FALSE(ParseWakeupMessage("ns|type|", &m));
-  EXPECT_FALSE(ParseWakeupMessage("ns|type|12x", &m));
-  EXPECT_FALSE(ParseWakeupMessage("ns|12", &m));
-  EXPECT_FALSE(ParseWakeupMessage("|t|12", &m));
 }
 
 }  // namespace

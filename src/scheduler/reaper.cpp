@@ -1,7 +1,7 @@
 #include "scheduler/reaper.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <map>
 
 #include "broker/redis_open.h"
 #include "core/keys.h"
@@ -11,108 +11,125 @@ namespace baton::internal {
 
 namespace {
 
-// Group names from an XINFO GROUPS reply (each group is a flat [name, value, ...] array). A missing
-// stream has no groups.
-StatusOr<std::vector<std::string>> GroupNames(const Reply& reply) {
-  if (reply.is_error()) {
-    if (reply.str.find("no such key") != std::string::npos) return std::vector<std::string>{};
-    return StatusFromErrorReply(reply).WithContext("XINFO GROUPS");
+using Clock = std::chrono::steady_clock;
+
+// Parses {reclaimed, retried, dead, next_deadline_ms, now_ms}.
+StatusOr<ReapResult> ParseReclaimReply(const Reply& reply) {
+  if (reply.is_error()) return StatusFromErrorReply(reply).WithContext("baton_v2_reclaim");
+  if (!reply.is_array() || reply.elements.size() < 5) {
+    return Status::Internal("baton_v2_reclaim: unexpected reply shape");
   }
-  std::vector<std::string> out;
-  for (const Reply& group : reply.elements) {
-    for (std::size_t i = 0; i + 1 < group.elements.size(); i += 2) {
-      if (group.elements[i].AsString() == "name") {
-        out.push_back(group.elements[i + 1].AsString());
-        break;
-      }
-    }
+  ReapResult r;
+  r.reclaimed = reply.elements[0].AsInteger();
+  r.retried = reply.elements[1].AsInteger();
+  r.dead = reply.elements[2].AsInteger();
+  r.next_deadline_ms = reply.elements[3].AsInteger();
+  r.now_ms = reply.elements[4].AsInteger();
+  return r;
+}
+
+// More leases had expired than one call takes: call again.
+bool MoreExpired(const ReapResult& r) {
+  return r.next_deadline_ms >= 0 && r.next_deadline_ms <= r.now_ms;
+}
+
+void Add(const ReapResult& one, ReapResult* total) {
+  total->reclaimed += one.reclaimed;
+  total->retried += one.retried;
+  total->dead += one.dead;
+  total->now_ms = std::max(total->now_ms, one.now_ms);
+  if (one.next_deadline_ms >= 0 &&
+      (total->next_deadline_ms < 0 || one.next_deadline_ms < total->next_deadline_ms)) {
+    total->next_deadline_ms = one.next_deadline_ms;
   }
-  return out;
 }
 
 }  // namespace
 
 Reaper::Reaper(Options options) : options_(std::move(options)), rng_(std::random_device{}()) {
-  options_.count = std::max(options_.count, 1);
+  options_.count = std::clamp(options_.count, 1, 1000);
+  if (options_.interval.count() < 1) options_.interval = std::chrono::milliseconds(1);
+  if (!options_.log) options_.log = StderrLog();
+  std::sort(options_.targets.begin(), options_.targets.end(),
+            [](const Target& a, const Target& b) { return a.type < b.type; });
 }
 
 Reaper::~Reaper() { Stop(); }
 
-Status Reaper::EnsureConnected() { return internal::EnsureConnected(conn_, options_.redis_url); }
+std::vector<Reaper::Target> Reaper::CurrentTargets() const {
+  if (!options_.targets.empty()) return options_.targets;
+  std::vector<Target> out;
+  if (!options_.types_source) return out;
+  std::vector<TypeRef> types = options_.types_source();
+  std::sort(types.begin(), types.end());
+  types.erase(std::unique(types.begin(), types.end()), types.end());
+  for (TypeRef& t : types) out.push_back({std::move(t), options_.default_retry});
+  return out;
+}
+
+fn::Command Reaper::ReclaimCommand(const Target& target) {
+  // The jitter seed makes each call's backoff jitter independent of other reapers'.
+  return fn::Reclaim(target.type.ns, target.type.type, static_cast<std::size_t>(options_.count),
+                     target.retry.base.count(), target.retry.max.count(), rng_(), options_.name);
+}
 
 StatusOr<ReapResult> Reaper::RunOnce(const std::string& ns, const std::string& type,
                                      const RetryPolicy& retry) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Status st = EnsureConnected();
-  if (!st.ok()) return st;
-  return RunOnceLocked(TypeRef{ns, type}, retry);
+  StatusOr<std::vector<ReapResult>> results = ReclaimTargets({Target{{ns, type}, retry}});
+  if (!results.ok()) return results.status();
+  return results->front();
 }
 
 StatusOr<ReapResult> Reaper::RunOnce(const std::string& ns, const std::string& type) {
   return RunOnce(ns, type, options_.default_retry);
 }
 
-StatusOr<ReapResult> Reaper::RunOnceLocked(const TypeRef& type, const RetryPolicy& retry) {
-  Keys keys(type.ns);
-  const std::string stream = keys.Stream(type.type);
-  StatusOr<Reply> info = conn_->Command({"XINFO", "GROUPS", stream});
-  if (!info.ok()) return info.status();
-  StatusOr<std::vector<std::string>> groups = GroupNames(*info);
-  if (!groups.ok()) return groups.status();
+StatusOr<ReapResult> Reaper::RunPass() {
+  StatusOr<std::vector<ReapResult>> results = ReclaimTargets(CurrentTargets());
+  if (!results.ok()) return results.status();
   ReapResult total;
-  for (const std::string& group : *groups) {
-    while (true) {
-      // The jitter seed makes each call's backoff jitter independent of other reapers'. The
-      // function takes integers of up to 15 digits and mixes the seed modulo 2^31 - 2.
-      std::uint64_t seed = rng_() % 2147483646u;
-      StatusOr<Reply> reply = conn_->Command(
-          {"FCALL", "baton_reclaim", "7", stream, keys.Scheduled(type.type), keys.Dead(type.type),
-           keys.Tasks(), keys.Bodies(), keys.Errors(), keys.Events(), group,
-           std::to_string(options_.lease.count()), std::to_string(options_.count),
-           std::to_string(retry.base.count()), std::to_string(retry.max.count()),
-           std::to_string(seed), std::to_string(options_.events_maxlen), options_.name});
-      if (!reply.ok()) return reply.status();
-      if (reply->is_error()) return StatusFromErrorReply(*reply).WithContext("baton_reclaim");
-      if (!reply->is_array() || reply->elements.size() < 3) {
-        return Status::Internal("baton_reclaim: unexpected reply shape");
-      }
-      std::int64_t reclaimed = reply->elements[0].AsInteger();
-      total.reclaimed += reclaimed;
-      total.retried += reply->elements[1].AsInteger();
-      total.dead += reply->elements[2].AsInteger();
-      if (reclaimed < options_.count) break;
-    }
-  }
+  for (const ReapResult& one : *results) Add(one, &total);
   return total;
 }
 
-StatusOr<ReapResult> Reaper::RunPass() {
+StatusOr<std::vector<ReapResult>> Reaper::ReclaimTargets(const std::vector<Target>& targets) {
   std::lock_guard<std::mutex> lock(mu_);
-  Status st = EnsureConnected();
-  if (!st.ok()) return st;
-  std::vector<Target> targets = options_.targets;
-  if (targets.empty()) {
-    StatusOr<std::vector<TypeRef>> found = DiscoverTypes(*conn_);
-    if (!found.ok()) return found.status();
-    for (TypeRef& t : *found) targets.push_back({std::move(t), options_.default_retry});
+  if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) return st;
+  std::vector<ReapResult> out;
+  if (targets.empty()) return out;
+  for (const Target& t : targets) conn_->Append(ReclaimCommand(t));
+  StatusOr<std::vector<Reply>> replies = conn_->Flush();
+  if (!replies.ok()) return replies.status();
+  for (std::size_t i = 0; i < targets.size() && i < replies->size(); ++i) {
+    const TypeRef& type = targets[i].type;
+    StatusOr<ReapResult> first = ParseReclaimReply((*replies)[i]);
+    if (!first.ok()) return first.status().WithContext(type.ns + "/" + type.type);
+    ReapResult total = *first;
+    // Every call removes each expired lease it reads, so this ends.
+    for (ReapResult last = *first; MoreExpired(last);) {
+      StatusOr<Reply> reply = conn_->Command(ReclaimCommand(targets[i]));
+      if (!reply.ok()) return reply.status();
+      StatusOr<ReapResult> next = ParseReclaimReply(*reply);
+      if (!next.ok()) return next.status().WithContext(type.ns + "/" + type.type);
+      last = *next;
+      total.reclaimed += last.reclaimed;
+      total.retried += last.retried;
+      total.dead += last.dead;
+      total.next_deadline_ms = last.next_deadline_ms;
+      total.now_ms = last.now_ms;
+    }
+    out.push_back(total);
   }
-  ReapResult total;
-  for (const Target& t : targets) {
-    StatusOr<ReapResult> one = RunOnceLocked(t.type, t.retry);
-    if (!one.ok()) return one.status();
-    total.reclaimed += one->reclaimed;
-    total.retried += one->retried;
-    total.dead += one->dead;
-  }
-  return total;
+  return out;
 }
 
 Status Reaper::Start() {
   if (thread_.joinable()) return Status::Conflict("reaper: already started");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Status st = EnsureConnected();
-    if (!st.ok()) return st.WithContext("reaper");
+    if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) {
+      return st.WithContext("reaper");
+    }
   }
   {
     std::lock_guard<std::mutex> lock(stop_mu_);
@@ -131,17 +148,104 @@ void Reaper::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+StatusOr<std::vector<std::int64_t>> Reaper::EarliestDeadlines(const std::vector<Target>& targets,
+                                                              std::int64_t* now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) return st;
+  conn_->Append({"TIME"});
+  for (const Target& t : targets) {
+    conn_->Append({"ZRANGE", Keys(t.type.ns).Leases(t.type.type), "0", "0", "WITHSCORES"});
+  }
+  StatusOr<std::vector<Reply>> replies = conn_->Flush();
+  if (!replies.ok()) return replies.status();
+  if (replies->size() != targets.size() + 1) return Status::Internal("reaper: missing replies");
+  const Reply& time = replies->front();
+  if (!time.is_array() || time.elements.size() != 2) {
+    return Status::Internal("reaper: TIME: unexpected reply");
+  }
+  *now_ms = time.elements[0].AsInteger() * 1000 + time.elements[1].AsInteger() / 1000;
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 1; i < replies->size(); ++i) {
+    const Reply& r = (*replies)[i];
+    if (r.is_error()) return StatusFromErrorReply(r).WithContext("reaper: ZRANGE leases");
+    out.push_back(r.elements.size() == 2 ? r.elements[1].AsInteger() : -1);
+  }
+  return out;
+}
+
+std::chrono::milliseconds Reaper::UntilNextCheck(std::int64_t deadline_ms,
+                                                 std::int64_t now_ms) const {
+  if (deadline_ms < 0) return options_.interval;
+  return std::chrono::milliseconds(
+      std::clamp<std::int64_t>(deadline_ms - now_ms, 0, options_.interval.count()));
+}
+
 void Reaper::Loop() {
   Backoff backoff;
+  OutageLog outage("reaper");
+  // When each type is checked next; a type missing here is checked at once.
+  std::map<TypeRef, Clock::time_point> next_check;
   while (true) {
-    StatusOr<ReapResult> pass = RunPass();
+    const std::vector<Target> targets = CurrentTargets();
+    std::vector<TypeRef> served;  // sorted, as targets are
+    for (const Target& t : targets) served.push_back(t.type);
+    std::erase_if(next_check, [&](const auto& entry) {
+      return !std::binary_search(served.begin(), served.end(), entry.first);
+    });
+    std::vector<Target> due;
+    for (const Target& t : targets) {
+      auto it = next_check.find(t.type);
+      if (it == next_check.end() || it->second <= Clock::now()) due.push_back(t);
+    }
+
+    // A check reads each due type's earliest deadline (no write, no function call); only a type
+    // with an expired lease costs a baton_v2_reclaim call.
+    Status status = Status::Ok();
+    if (!due.empty()) {
+      std::int64_t server_now = 0;
+      StatusOr<std::vector<std::int64_t>> deadlines = EarliestDeadlines(due, &server_now);
+      const auto read_at = Clock::now();
+      std::vector<Target> expired;
+      if (!deadlines.ok()) {
+        status = deadlines.status();
+      } else {
+        for (std::size_t i = 0; i < due.size(); ++i) {
+          const std::int64_t deadline = (*deadlines)[i];
+          if (deadline >= 0 && deadline <= server_now) {
+            expired.push_back(due[i]);
+          } else {
+            next_check[due[i].type] = read_at + UntilNextCheck(deadline, server_now);
+          }
+        }
+      }
+      if (status.ok() && !expired.empty()) {
+        StatusOr<std::vector<ReapResult>> results = ReclaimTargets(expired);
+        const auto reclaimed_at = Clock::now();
+        if (!results.ok()) {
+          status = results.status();
+        } else {
+          for (std::size_t i = 0; i < results->size(); ++i) {
+            const ReapResult& r = (*results)[i];
+            next_check[expired[i].type] =
+                reclaimed_at + UntilNextCheck(r.next_deadline_ms, r.now_ms);
+            if (r.reclaimed > 0 && options_.on_reclaimed) options_.on_reclaimed(expired[i].type, r);
+          }
+        }
+      }
+    }
+
     std::chrono::milliseconds wait = options_.interval;
-    if (!pass.ok()) {
-      wait = std::max(wait, backoff.Next());
-      std::fprintf(stderr, "baton reaper: %s (retrying in %lld ms)\n",
-                   pass.status().ToString().c_str(), static_cast<long long>(wait.count()));
+    if (!status.ok()) {
+      wait = backoff.Next();
+      outage.Failed(options_.log, status, wait);
     } else {
       backoff.Reset();
+      outage.Succeeded(options_.log);
+      const auto now = Clock::now();
+      for (const auto& [type, at] : next_check) {
+        wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(at - now));
+      }
+      wait = std::max(wait, std::chrono::milliseconds(0));
     }
     std::unique_lock<std::mutex> lock(stop_mu_);
     if (stop_cv_.wait_for(lock, wait, [this] { return stopping_; })) return;

@@ -1,12 +1,20 @@
 #pragma once
-// The lease reaper: takes back tasks whose lease expired (the worker crashed, hung or lost its
-// connection) with FCALL baton_reclaim, for every consumer group of every served stream. Each
-// reclaimed task counts as a failed attempt of kind lease_expired and follows the retry policy.
-// Run by batond and, for its own types, by a Worker with maintenance on; several reapers may run
-// at once (the function is atomic).
+// The lease reaper: takes back tasks whose lease deadline passed (their worker crashed, hung or
+// lost Redis and stopped heartbeating) with FCALL baton_v2_reclaim. The deadline lives in Redis
+// (baton:v2:{NS}:leases:TYPE, set by dequeue and moved by each heartbeat), so the reaper has no
+// lease setting of its own and can never take a task from a live worker. Each reclaimed task
+// counts as a failed attempt of kind lease_expired and follows the retry policy. Each call returns
+// the type's next deadline, so the reaper sleeps until the earliest one, and checks each type at
+// least every `interval`: with 1 s it learns every new lease's deadline before it passes (a lease
+// lasts >= 1 s), so expired leases are taken back at their deadline. A check is a plain read of
+// the earliest deadline (ZRANGE leases:TYPE 0 0, pipelined with TIME for all due types); only a
+// type with an expired lease costs a function call, so an idle reaper costs 1 + types commands
+// per interval, in one round trip. Run by batond (a Worker's
+// maintenance has its own loop); several reapers may run at once (the function is atomic).
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -16,7 +24,9 @@
 
 #include "baton/status.h"
 #include "baton/worker.h"
+#include "broker/functions.h"
 #include "broker/redis_connection.h"
+#include "scheduler/loop_log.h"
 #include "scheduler/type_ref.h"
 
 namespace baton::internal {
@@ -25,6 +35,8 @@ struct ReapResult {
   std::int64_t reclaimed = 0;
   std::int64_t retried = 0;
   std::int64_t dead = 0;
+  std::int64_t next_deadline_ms = -1;  // earliest lease deadline left (server ms), -1 = none
+  std::int64_t now_ms = 0;             // the server's time of the last call
 };
 
 class Reaper {
@@ -36,15 +48,18 @@ class Reaper {
   };
   struct Options {
     std::string redis_url = "redis://127.0.0.1:6379";
-    std::chrono::milliseconds lease{15000};  // min idle time of a pending entry to reclaim it
-    int count = 500;                         // entries per baton_reclaim call
+    int count = 500;  // expired leases per baton_v2_reclaim call (1..1000)
+    // Longest time between two checks of a type.
     std::chrono::milliseconds interval{1000};
-    std::size_t events_maxlen = 100000;
     std::string name = "reaper";  // recorded in the events as the worker of the transition
-    // The types to serve; empty = every type of every namespace (rediscovered each pass), with
-    // default_retry.
+    // The types to serve: these targets, or (when empty) the types `types_source` returns, asked
+    // before every pass, with default_retry. Both empty: nothing to do.
     std::vector<Target> targets;
+    std::function<std::vector<TypeRef>()> types_source;
     RetryPolicy default_retry;
+    LogFn log;  // empty: StderrLog()
+    // Called on the loop thread for every type of which a pass took tasks back. May be empty.
+    std::function<void(const TypeRef&, const ReapResult&)> on_reclaimed;
   };
 
   explicit Reaper(Options options);
@@ -57,17 +72,26 @@ class Reaper {
   Status Start();
   void Stop();  // idempotent
 
-  // Reclaims every expired lease of one type (all its consumer groups; a missing stream has none),
-  // calling baton_reclaim until a call returns fewer than `count`. Thread-safe.
+  // Takes back every expired lease of one type now (calling baton_v2_reclaim until no expired
+  // lease is left). Thread-safe.
   StatusOr<ReapResult> RunOnce(const std::string& ns, const std::string& type,
                                const RetryPolicy& retry);
   StatusOr<ReapResult> RunOnce(const std::string& ns, const std::string& type);  // default_retry
-  // One pass over all served types: the sum.
+  // One pass over all served types: the sums, and the earliest next deadline.
   StatusOr<ReapResult> RunPass();
 
  private:
-  Status EnsureConnected();  // mu_ held
-  StatusOr<ReapResult> RunOnceLocked(const TypeRef& type, const RetryPolicy& retry);
+  std::vector<Target> CurrentTargets() const;  // sorted by type
+  // Reclaims the given targets (one pipelined round trip, more calls only for a type with more
+  // expired leases than `count`); results in the same order.
+  StatusOr<std::vector<ReapResult>> ReclaimTargets(const std::vector<Target>& targets);
+  fn::Command ReclaimCommand(const Target& target);  // mu_ held (rng_)
+  // The earliest lease deadline of each target (-1: no lease) and the server's clock (*now_ms), in
+  // one round trip that writes nothing (TIME, then ZRANGE leases:TYPE 0 0 WITHSCORES per type).
+  StatusOr<std::vector<std::int64_t>> EarliestDeadlines(const std::vector<Target>& targets,
+                                                        std::int64_t* now_ms);
+  // How long until a type whose earliest deadline is `deadline_ms` (-1: none) must be checked.
+  std::chrono::milliseconds UntilNextCheck(std::int64_t deadline_ms, std::int64_t now_ms) const;
   void Loop();
 
   Options options_;

@@ -1,64 +1,47 @@
-// The lease reaper against a real redis-server: RunOnce takes back expired leases (retry or
-// dead-letter queue), leaves live ones alone, and the loop finds every type by itself.
+// The lease reaper against a real redis-server: it takes back only leases whose deadline (kept in
+// Redis) passed, never the task of a worker that heartbeats, sleeps until the next deadline, and
+// serves the types its source lists.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "baton/client.h"
 #include "core/keys.h"
 #include "harness/redis_server.h"
 #include "scheduler/reaper.h"
+#include "scheduler/scheduler_test_util.h"
+#include "scheduler/type_directory.h"
 
 namespace baton::internal {
 namespace {
 
 using namespace std::chrono_literals;
 using baton::testing::RedisServer;
+using Clock = std::chrono::steady_clock;
 
 constexpr const char* kNs = "rt";
 
 class ReaperTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    redis_.LoadFunctions();
-    ClientOptions options;
-    options.redis_url = redis_.url();
-    auto client = Client::Connect(options);
-    ASSERT_TRUE(client.ok()) << client.status().ToString();
-    client_ = std::move(*client);
-  }
+  void SetUp() override { redis_.LoadFunctions(); }
 
   std::vector<std::string> Enqueue(const std::string& type, int n, int max_retry) {
-    std::vector<TaskRequest> reqs(static_cast<std::size_t>(n));
-    for (auto& r : reqs) {
-      r.ns = kNs;
-      r.task_type = type;
-      r.options.max_retry = max_retry;
-    }
-    auto res = client_->EnqueueMany(reqs);
-    EXPECT_TRUE(res.ok()) << res.status().ToString();
-    std::vector<std::string> ids;
-    if (res.ok()) {
-      for (const auto& one : *res) ids.push_back(one.task_id);
-    }
-    return ids;
+    return testutil::RawEnqueue(redis_, kNs, type, n, 0, max_retry);
   }
 
-  // Leases `count` tasks of `type` to `consumer` in group "g" (what a worker's dequeue does).
-  void Dequeue(const std::string& type, const std::string& consumer, int count) {
-    Keys k(kNs);
-    auto r = redis_.Command({"FCALL", "baton_dequeue", "6", k.Stream(type), k.Tasks(), k.Events(),
-                             k.Bodies(), k.Errors(), k.Dead(type), "g", consumer,
-                             std::to_string(count), "1000"});
-    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY) << (r->type == REDIS_REPLY_ERROR ? r->str : "");
-    ASSERT_EQ(r->element[0]->elements, static_cast<std::size_t>(9 * count));
+  // Leases `count` tasks of `type` to `consumer` in group "g" for lease_ms (a worker's dequeue).
+  std::vector<fn::HeldTask> Dequeue(const std::string& type, const std::string& consumer, int count,
+                                    std::int64_t lease_ms = 1000) {
+    std::vector<fn::HeldTask> held =
+        testutil::RawDequeue(redis_, kNs, type, consumer, count, lease_ms);
+    EXPECT_EQ(held.size(), static_cast<std::size_t>(count));
+    return held;
   }
 
-  Reaper::Options Opts(std::chrono::milliseconds lease) const {
+  Reaper::Options Opts() const {
     Reaper::Options o;
     o.redis_url = redis_.url();
-    o.lease = lease;
     o.name = "test-reaper";
     o.default_retry.base = 50ms;
     o.default_retry.max = 100ms;
@@ -71,43 +54,57 @@ class ReaperTest : public ::testing::Test {
     auto r = redis_.Command({"XPENDING", Keys(kNs).Stream(type), "g"});
     return r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? r->element[0]->integer : 0;
   }
+  long long Leases(const std::string& type) {
+    return redis_.Integer({"ZCARD", Keys(kNs).Leases(type)});
+  }
+  long long FcallCount() {
+    std::string info = redis_.String({"INFO", "commandstats"});
+    std::size_t at = info.find("cmdstat_fcall:calls=");
+    if (at == std::string::npos) return 0;
+    return std::stoll(info.substr(at + std::string("cmdstat_fcall:calls=").size()));
+  }
 
   RedisServer redis_;
-  std::unique_ptr<Client> client_;
 };
 
 TEST_F(ReaperTest, RunOnceReclaimsExpiredLeasesOnly) {
   std::vector<std::string> ids = Enqueue("t", 3, 2);
-  Dequeue("t", "crashed", 3);
-  Reaper reaper(Opts(200ms));
+  const std::int64_t before = testutil::ServerMs(redis_);
+  Dequeue("t", "crashed", 3, 1000);
+  Reaper reaper(Opts());
 
   auto fresh = reaper.RunOnce(kNs, "t");
   ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
   EXPECT_EQ(fresh->reclaimed, 0);  // leases still live
+  EXPECT_GE(fresh->next_deadline_ms, before + 1000);
+  EXPECT_LE(fresh->next_deadline_ms, fresh->now_ms + 1000);
   EXPECT_EQ(PendingCount("t"), 3);
 
-  std::this_thread::sleep_for(250ms);
+  std::this_thread::sleep_for(1100ms);
   auto expired = reaper.RunOnce(kNs, "t");
   ASSERT_TRUE(expired.ok()) << expired.status().ToString();
   EXPECT_EQ(expired->reclaimed, 3);
   EXPECT_EQ(expired->retried, 3);
   EXPECT_EQ(expired->dead, 0);
+  EXPECT_EQ(expired->next_deadline_ms, -1);
   EXPECT_EQ(PendingCount("t"), 0);
+  EXPECT_EQ(Leases("t"), 0);
   for (const std::string& id : ids) {
     EXPECT_EQ(Record(id).rfind("retry|t|1|", 0), 0u) << Record(id);
     auto errors = nlohmann::json::parse(redis_.String({"HGET", Keys(kNs).Errors(), id}));
     ASSERT_EQ(errors.size(), 1u);
     EXPECT_EQ(errors[0]["kind"], "lease_expired");
+    EXPECT_NE(errors[0]["error"].get<std::string>().find("crashed"), std::string::npos);
   }
   EXPECT_EQ(redis_.Integer({"ZCARD", Keys(kNs).Scheduled("t")}), 3);
 }
 
 TEST_F(ReaperTest, ReclaimedTaskWithoutRetriesLeftGoesDead) {
   std::vector<std::string> ids = Enqueue("d", 2, 0);
-  Dequeue("d", "crashed", 2);
-  std::this_thread::sleep_for(150ms);
-  Reaper::Options o = Opts(100ms);
-  o.count = 1;  // forces RunOnce to loop
+  Dequeue("d", "crashed", 2, 1000);
+  std::this_thread::sleep_for(1100ms);
+  Reaper::Options o = Opts();
+  o.count = 1;  // forces RunOnce to call again while expired leases are left
   Reaper reaper(o);
   auto r = reaper.RunOnce(kNs, "d");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -118,43 +115,116 @@ TEST_F(ReaperTest, ReclaimedTaskWithoutRetriesLeftGoesDead) {
   }
 }
 
-TEST_F(ReaperTest, MissingStreamOrNoGroupsIsNothingToDo) {
-  Reaper reaper(Opts(100ms));
+TEST_F(ReaperTest, MissingStreamOrNoLeasesIsNothingToDo) {
+  Reaper reaper(Opts());
   auto none = reaper.RunOnce(kNs, "nothing");
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   EXPECT_EQ(none->reclaimed, 0);
-  Enqueue("nogroup", 1, 0);  // a stream without a consumer group
-  auto no_group = reaper.RunOnce(kNs, "nogroup");
-  ASSERT_TRUE(no_group.ok()) << no_group.status().ToString();
-  EXPECT_EQ(no_group->reclaimed, 0);
+  EXPECT_EQ(none->next_deadline_ms, -1);
+  Enqueue("queued", 1, 0);  // queued, never delivered: no lease
+  auto queued = reaper.RunOnce(kNs, "queued");
+  ASSERT_TRUE(queued.ok()) << queued.status().ToString();
+  EXPECT_EQ(queued->reclaimed, 0);
 }
 
-TEST_F(ReaperTest, LoopFindsEveryTypeAndReclaims) {
-  std::vector<std::string> a = Enqueue("a", 1, 3);
-  std::vector<std::string> b = Enqueue("b", 2, 3);
-  Dequeue("a", "crashed", 1);
-  Dequeue("b", "crashed", 2);
-  redis_.Command({"SADD", std::string(Keys::kNamespaces), kNs});
-  redis_.Command({"SADD", Keys(kNs).Types(), "a", "b"});
-  Reaper::Options o = Opts(200ms);
-  o.interval = 50ms;
+// The first bug: a reaper configured with a lease shorter than the worker's took back
+// tasks of live workers. Now only the deadline in Redis counts, which the worker's heartbeats
+// move: a reaper checking every 20 ms never takes the task while heartbeats come.
+TEST_F(ReaperTest, AHeartbeatingWorkerKeepsItsTask) {
+  std::vector<std::string> ids = Enqueue("hb", 1, 3);
+  std::vector<fn::HeldTask> held = Dequeue("hb", "alive", 1, 2000);
+  ASSERT_EQ(held.size(), 1u);
+  Reaper::Options o = Opts();
+  o.interval = 20ms;
+  o.targets = {{{kNs, "hb"}, o.default_retry}};
   Reaper reaper(o);
   ASSERT_TRUE(reaper.Start().ok());
-  auto deadline = std::chrono::steady_clock::now() + 3s;
-  while (std::chrono::steady_clock::now() < deadline &&
-         (PendingCount("a") + PendingCount("b")) > 0) {
+  for (int i = 0; i < 8; ++i) {  // 4 s: twice the lease
+    std::this_thread::sleep_for(500ms);
+    auto r = redis_.Command(fn::Extend(kNs, "hb", "g", "alive", 2000, held));
+    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+    ASSERT_EQ(r->elements, 1u) << "the task was taken from its live worker";
+  }
+  EXPECT_EQ(Record(ids[0]).rfind("queued|hb|0|" + held[0].sid, 0), 0u) << Record(ids[0]);
+  EXPECT_EQ(redis_.String({"HGET", Keys(kNs).Errors(), ids[0]}), "");
+  // No more heartbeats: taken back once the deadline passed, not before.
+  const std::int64_t last_extend = testutil::ServerMs(redis_);
+  const auto stopped = Clock::now();
+  while (Record(ids[0]).rfind("queued|", 0) == 0 && Clock::now() - stopped < 5s) {
+    std::this_thread::sleep_for(5ms);
+  }
+  const std::int64_t taken = testutil::ServerMs(redis_);
+  reaper.Stop();
+  EXPECT_EQ(Record(ids[0]).rfind("retry|hb|1|", 0), 0u) << Record(ids[0]);
+  EXPECT_GE(taken - last_extend, 2000 - 50);  // last extend was just before last_extend
+  EXPECT_LT(taken - last_extend, 2000 + 500);
+}
+
+// Each call returns the type's next deadline: the loop sleeps until it, even with a long
+// interval, and at rest costs one call per type per interval.
+TEST_F(ReaperTest, LoopSleepsUntilTheNextDeadline) {
+  Enqueue("x", 1, 3);
+  Reaper::Options o = Opts();
+  o.interval = 1s;
+  o.targets = {{{kNs, "x"}, o.default_retry},
+               {{kNs, "idle1"}, o.default_retry},
+               {{kNs, "idle2"}, o.default_retry},
+               {{kNs, "idle3"}, o.default_retry}};
+  Reaper reaper(o);
+  ASSERT_TRUE(reaper.Start().ok());
+  std::this_thread::sleep_for(200ms);
+  const long long rest_start = FcallCount();
+  std::this_thread::sleep_for(3000ms);
+  const long long at_rest = FcallCount() - rest_start;
+  EXPECT_GE(at_rest, 4 * 2);
+  EXPECT_LE(at_rest, 4 * 4) << "more than one call per type per second at rest";
+
+  // A lease of 1.5 s: taken back within ~ a few ms of its deadline even though the type is
+  // checked only every second.
+  std::vector<fn::HeldTask> held = Dequeue("x", "crashed", 1, 1500);
+  const std::int64_t deadline =
+      std::stoll(redis_.String({"ZSCORE", Keys(kNs).Leases("x"), held[0].id}));
+  auto give_up = Clock::now() + 5s;
+  while (Leases("x") > 0 && Clock::now() < give_up) std::this_thread::sleep_for(2ms);
+  const std::int64_t taken = testutil::ServerMs(redis_);
+  reaper.Stop();
+  EXPECT_EQ(Leases("x"), 0);
+  EXPECT_GE(taken, deadline);
+  EXPECT_LT(taken - deadline, 1000) << "not taken back at its deadline but at the next check";
+}
+
+TEST_F(ReaperTest, LoopServesTheTypesOfItsSource) {
+  Enqueue("a", 1, 3);
+  Enqueue("b", 2, 3);
+  Dequeue("a", "crashed", 1);
+  Dequeue("b", "crashed", 2);
+  // Nobody registered the namespace: the directory finds it by SCAN.
+  auto endpoint = RedisEndpoint::Parse(redis_.url());
+  auto conn = RedisConnection::Open(*endpoint);
+  ASSERT_TRUE(conn.ok());
+  TypeDirectory directory;
+  ASSERT_TRUE(directory.Refresh(**conn, /*scan=*/true).ok());
+  Reaper::Options o = Opts();
+  o.types_source = [&] { return directory.Snapshot(); };
+  std::atomic<int> reported{0};
+  o.on_reclaimed = [&](const TypeRef&, const ReapResult& r) { reported += r.reclaimed; };
+  Reaper reaper(o);
+  ASSERT_TRUE(reaper.Start().ok());
+  auto deadline = Clock::now() + 5s;
+  while (Clock::now() < deadline && (PendingCount("a") + PendingCount("b")) > 0) {
     std::this_thread::sleep_for(10ms);
   }
   reaper.Stop();
   EXPECT_EQ(PendingCount("a"), 0);
   EXPECT_EQ(PendingCount("b"), 0);
+  EXPECT_EQ(reported.load(), 3);
   EXPECT_EQ(redis_.Integer({"ZCARD", Keys(kNs).Scheduled("a")}) +
                 redis_.Integer({"ZCARD", Keys(kNs).Scheduled("b")}),
             3);
 }
 
 TEST_F(ReaperTest, StartFailsOnABadUrl) {
-  Reaper::Options o = Opts(100ms);
+  Reaper::Options o = Opts();
   o.redis_url = "http://nope";
   Reaper reaper(o);
   EXPECT_FALSE(reaper.Start().ok());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "baton/task.h"
 #include "core/keys.h"
 
 namespace baton::internal {
@@ -17,22 +18,72 @@ StatusOr<std::vector<std::string>> Members(const Reply& reply) {
   return out;
 }
 
+void SortUnique(std::vector<std::string>* v) {
+  std::sort(v->begin(), v->end());
+  v->erase(std::unique(v->begin(), v->end()), v->end());
+}
+
 }  // namespace
 
-StatusOr<std::vector<TypeRef>> DiscoverTypes(RedisConnection& conn) {
-  StatusOr<Reply> ns_reply = conn.Command({"SMEMBERS", std::string(Keys::kNamespaces)});
-  if (!ns_reply.ok()) return ns_reply.status();
-  StatusOr<std::vector<std::string>> namespaces = Members(*ns_reply);
-  if (!namespaces.ok()) return namespaces.status();
+StatusOr<std::vector<std::string>> ListRegisteredNamespaces(RedisConnection& conn) {
+  StatusOr<Reply> reply = conn.Command({"SMEMBERS", std::string(Keys::kNamespaces)});
+  if (!reply.ok()) return reply.status();
+  StatusOr<std::vector<std::string>> members = Members(*reply);
+  if (!members.ok()) return members.status();
+  std::erase_if(*members, [](const std::string& ns) { return !IsValidName(ns); });
+  SortUnique(&*members);
+  return members;
+}
+
+std::optional<std::string> NamespaceOfTypesKey(std::string_view key) {
+  constexpr std::string_view kHead = "baton:v2:{";
+  constexpr std::string_view kTail = "}:types";
+  if (key.size() <= kHead.size() + kTail.size() || !key.starts_with(kHead) ||
+      !key.ends_with(kTail)) {
+    return std::nullopt;
+  }
+  std::string_view ns = key.substr(kHead.size(), key.size() - kHead.size() - kTail.size());
+  // A valid name has no '}' or ':', so "baton:v2:{a}:unique:x}:types" is not a types set.
+  if (!IsValidName(ns)) return std::nullopt;
+  return std::string(ns);
+}
+
+StatusOr<std::vector<std::string>> ScanNamespaces(RedisConnection& conn, int count) {
+  std::vector<std::string> out;
+  std::string cursor = "0";
+  do {
+    // '{' and '}' are plain characters in a MATCH pattern.
+    StatusOr<Reply> reply = conn.Command({"SCAN", cursor, "MATCH", "baton:v2:{*}:types", "COUNT",
+                                          std::to_string(count), "TYPE", "set"});
+    if (!reply.ok()) return reply.status();
+    if (reply->is_error()) return StatusFromErrorReply(*reply).WithContext("SCAN");
+    if (!reply->is_array() || reply->elements.size() != 2) {
+      return Status::Internal("SCAN: unexpected reply shape");
+    }
+    cursor = reply->elements[0].AsString();
+    for (const Reply& key : reply->elements[1].elements) {
+      if (std::optional<std::string> ns = NamespaceOfTypesKey(key.AsString())) {
+        out.push_back(std::move(*ns));
+      }
+    }
+  } while (cursor != "0");
+  SortUnique(&out);
+  return out;
+}
+
+StatusOr<std::vector<TypeRef>> ListTypes(RedisConnection& conn,
+                                         const std::vector<std::string>& namespaces) {
   std::vector<TypeRef> out;
-  if (namespaces->empty()) return out;
-  for (const std::string& ns : *namespaces) conn.Append({"SMEMBERS", Keys(ns).Types()});
+  if (namespaces.empty()) return out;
+  for (const std::string& ns : namespaces) conn.Append({"SMEMBERS", Keys(ns).Types()});
   StatusOr<std::vector<Reply>> replies = conn.Flush();
   if (!replies.ok()) return replies.status();
-  for (std::size_t i = 0; i < namespaces->size() && i < replies->size(); ++i) {
+  for (std::size_t i = 0; i < namespaces.size() && i < replies->size(); ++i) {
     StatusOr<std::vector<std::string>> types = Members((*replies)[i]);
     if (!types.ok()) return types.status();
-    for (std::string& type : *types) out.push_back({(*namespaces)[i], std::move(type)});
+    for (std::string& type : *types) {
+      if (IsValidName(type)) out.push_back({namespaces[i], std::move(type)});
+    }
   }
   std::sort(out.begin(), out.end());
   return out;

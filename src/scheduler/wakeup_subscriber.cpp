@@ -7,6 +7,7 @@
 #include <chrono>
 #include <vector>
 
+#include "baton/task.h"
 #include "core/keys.h"
 #include "scheduler/backoff.h"
 
@@ -32,30 +33,45 @@ ReplyPtr RunCommand(redisContext* ctx, const std::vector<std::string>& argv) {
       redisCommandArgv(ctx, static_cast<int>(args.size()), args.data(), lens.data())));
 }
 
-}  // namespace
-
-bool ParseWakeupMessage(const std::string& text, WakeupMessage* out) {
-  std::size_t first = text.find('|');
-  if (first == std::string::npos) return false;
-  std::size_t second = text.find('|', first + 1);
-  if (second == std::string::npos) return false;
-  const char* begin = text.data() + second + 1;
-  const char* end = text.data() + text.size();
-  std::int64_t due = 0;
-  auto [ptr, ec] = std::from_chars(begin, end, due);
-  if (ec != std::errc() || ptr != end || begin == end) return false;
-  out->ns = text.substr(0, first);
-  out->type = text.substr(first + 1, second - first - 1);
-  out->due_ms = due;
-  return !out->ns.empty() && !out->type.empty();
+// The next reply on a blocking context (a further SUBSCRIBE confirmation).
+ReplyPtr ReadOne(redisContext* ctx) {
+  void* raw = nullptr;
+  if (redisGetReply(ctx, &raw) != REDIS_OK) return nullptr;
+  return ReplyPtr(static_cast<redisReply*>(raw));
 }
 
-WakeupSubscriber::WakeupSubscriber(RedisEndpoint endpoint,
-                                   std::function<void(const WakeupMessage&)> on_message,
-                                   std::function<void()> on_resubscribed)
+}  // namespace
+
+bool ParseTypeMessage(std::string_view text, TypeRef* out) {
+  std::size_t bar = text.find('|');
+  if (bar == std::string_view::npos) return false;
+  std::string_view ns = text.substr(0, bar);
+  std::string_view type = text.substr(bar + 1);
+  if (!IsValidName(ns) || !IsValidName(type)) return false;
+  out->ns = std::string(ns);
+  out->type = std::string(type);
+  return true;
+}
+
+bool ParseWakeupMessage(std::string_view text, WakeupMessage* out) {
+  std::size_t last = text.rfind('|');
+  if (last == std::string_view::npos) return false;
+  TypeRef ref;
+  if (!ParseTypeMessage(text.substr(0, last), &ref)) return false;
+  std::string_view digits = text.substr(last + 1);
+  std::int64_t due = 0;
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), due);
+  if (ec != std::errc() || ptr != digits.data() + digits.size() || digits.empty()) return false;
+  out->ns = std::move(ref.ns);
+  out->type = std::move(ref.type);
+  out->due_ms = due;
+  return true;
+}
+
+WakeupSubscriber::WakeupSubscriber(RedisEndpoint endpoint, Handlers handlers, LogFn log)
     : endpoint_(std::move(endpoint)),
-      on_message_(std::move(on_message)),
-      on_resubscribed_(std::move(on_resubscribed)) {}
+      handlers_(std::move(handlers)),
+      log_(log ? std::move(log) : StderrLog()) {}
 
 WakeupSubscriber::~WakeupSubscriber() {
   Stop();
@@ -76,7 +92,7 @@ Status WakeupSubscriber::Subscribe() {
   if (ctx_ == nullptr || ctx_->err != 0) {
     std::string why = ctx_ != nullptr ? ctx_->errstr : "out of memory";
     Disconnect();
-    return Status::Unavailable("wakeup subscriber: connect: " + why);
+    return Status::Unavailable("subscriber: connect: " + why);
   }
   if (!endpoint_.password.empty()) {
     std::vector<std::string> auth = {"AUTH"};
@@ -86,15 +102,20 @@ Status WakeupSubscriber::Subscribe() {
     if (!r || r->type == REDIS_REPLY_ERROR) {
       std::string why = r ? std::string(r->str, r->len) : std::string(ctx_->errstr);
       Disconnect();
-      return Status::Unavailable("wakeup subscriber: AUTH: " + why);
+      return Status::Unavailable("subscriber: AUTH: " + why);
     }
   }
-  ReplyPtr r = RunCommand(ctx_, {"SUBSCRIBE", std::string(Keys::kWakeupChannel)});
-  if (!r || r->type != REDIS_REPLY_ARRAY) {
-    std::string why =
-        r && r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : std::string(ctx_->errstr);
-    Disconnect();
-    return Status::Unavailable("wakeup subscriber: SUBSCRIBE: " + why);
+  std::vector<std::string> subscribe = {"SUBSCRIBE", std::string(Keys::kWakeupChannel)};
+  if (handlers_.on_type) subscribe.emplace_back(Keys::kTypesChannel);
+  // One confirmation per channel.
+  for (std::size_t i = 1; i < subscribe.size(); ++i) {
+    ReplyPtr r = i == 1 ? RunCommand(ctx_, subscribe) : ReadOne(ctx_);
+    if (!r || r->type != REDIS_REPLY_ARRAY) {
+      std::string why = r && r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
+                                                          : std::string(ctx_->errstr);
+      Disconnect();
+      return Status::Unavailable("subscriber: SUBSCRIBE: " + why);
+    }
   }
   return Status::Ok();
 }
@@ -111,8 +132,23 @@ void WakeupSubscriber::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void WakeupSubscriber::Dispatch(std::string_view channel, std::string_view payload) {
+  if (channel == Keys::kWakeupChannel) {
+    WakeupMessage msg;
+    if (handlers_.on_wakeup && ParseWakeupMessage(payload, &msg)) handlers_.on_wakeup(msg);
+  } else if (channel == Keys::kTypesChannel) {
+    TypeRef ref;
+    if (handlers_.on_type && ParseTypeMessage(payload, &ref)) handlers_.on_type(ref);
+  }
+}
+
 void WakeupSubscriber::Loop() {
   Backoff backoff;
+  OutageLog outage("subscriber");
+  // When the first subscribe failed, on_resubscribed runs once a later one works.
+  if (ctx_ == nullptr) {
+    outage.Failed(log_, Status::Unavailable("subscriber: not connected"), backoff.Peek());
+  }
   while (!stopping_) {
     if (ctx_ == nullptr) {
       // Sleep the backoff in small steps so Stop() stays prompt.
@@ -123,11 +159,13 @@ void WakeupSubscriber::Loop() {
       if (stopping_) break;
       if (!Subscribe().ok()) continue;
       backoff.Reset();
-      if (on_resubscribed_) on_resubscribed_();
+      outage.Succeeded(log_);
+      if (handlers_.on_resubscribed) handlers_.on_resubscribed();
       continue;
     }
     void* raw = nullptr;
     if (redisGetReplyFromReader(ctx_, &raw) != REDIS_OK) {
+      outage.Failed(log_, Status::Unavailable("subscriber: protocol error"), backoff.Peek());
       Disconnect();
       continue;
     }
@@ -135,19 +173,23 @@ void WakeupSubscriber::Loop() {
       // Nothing buffered: wait for the socket with a timeout, so the thread can see Stop().
       pollfd pfd{ctx_->fd, POLLIN, 0};
       int n = poll(&pfd, 1, kPollMs);
-      if (n > 0 && redisBufferRead(ctx_) != REDIS_OK) Disconnect();
+      if (n > 0 && redisBufferRead(ctx_) != REDIS_OK) {
+        std::string why = ctx_->errstr;
+        outage.Failed(log_, Status::Unavailable("subscriber: connection lost: " + why),
+                      backoff.Peek());
+        Disconnect();
+      }
       continue;
     }
     ReplyPtr reply(static_cast<redisReply*>(raw));
     // A pushed message is ["message", channel, payload].
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
         reply->element[0]->type == REDIS_REPLY_STRING &&
-        std::string(reply->element[0]->str, reply->element[0]->len) == "message" &&
+        std::string_view(reply->element[0]->str, reply->element[0]->len) == "message" &&
+        reply->element[1]->type == REDIS_REPLY_STRING &&
         reply->element[2]->type == REDIS_REPLY_STRING) {
-      WakeupMessage msg;
-      if (ParseWakeupMessage(std::string(reply->element[2]->str, reply->element[2]->len), &msg)) {
-        on_message_(msg);
-      }
+      Dispatch(std::string_view(reply->element[1]->str, reply->element[1]->len),
+               std::string_view(reply->element[2]->str, reply->element[2]->len));
     }
   }
 }

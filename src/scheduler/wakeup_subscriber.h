@@ -1,17 +1,21 @@
 #pragma once
-// Listens on the channel baton:wakeup, where baton_enqueue publishes "NS|TYPE|due_ms" when a
+// Listens on the channels the functions publish to: baton:v2:wakeup ("NS|TYPE|due_ms", when a
 // scheduled task becomes the earliest of its set, so a promoter sleeping until a later due time can
-// wake up early. Uses its own hiredis connection in subscribe mode (RedisConnection only speaks
-// request/reply). Reconnects with backoff when the connection breaks.
+// wake up early) and, when asked, baton:v2:types ("NS|TYPE", when a task type is new to its
+// namespace, so batond serves it without a restart). Uses its own hiredis connection in subscribe
+// mode (RedisConnection only speaks request/reply). Reconnects with backoff when the connection
+// breaks, and says so (messages may have been missed meanwhile).
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "baton/status.h"
 #include "broker/redis_connection.h"
+#include "scheduler/loop_log.h"
+#include "scheduler/type_ref.h"
 
 struct redisContext;
 
@@ -23,22 +27,31 @@ struct WakeupMessage {
   std::int64_t due_ms = 0;  // Unix ms, Redis server clock
 };
 
-// Parses "NS|TYPE|due_ms"; false when the text has another shape.
-bool ParseWakeupMessage(const std::string& text, WakeupMessage* out);
+// Parses "NS|TYPE|due_ms"; false when the text has another shape or a name is invalid.
+bool ParseWakeupMessage(std::string_view text, WakeupMessage* out);
+// Parses "NS|TYPE"; false when the text has another shape or a name is invalid.
+bool ParseTypeMessage(std::string_view text, TypeRef* out);
 
 class WakeupSubscriber {
  public:
-  // `on_message` runs on the subscriber thread for every well-formed message. `on_resubscribed`
-  // runs after a reconnect (messages may have been missed while the connection was down).
-  WakeupSubscriber(RedisEndpoint endpoint, std::function<void(const WakeupMessage&)> on_message,
-                   std::function<void()> on_resubscribed);
+  // Every handler runs on the subscriber thread. on_type empty: baton:v2:types is not subscribed.
+  struct Handlers {
+    std::function<void(const WakeupMessage&)> on_wakeup;
+    std::function<void(const TypeRef&)> on_type;
+    // After a reconnect (messages may have been missed while the connection was down).
+    std::function<void()> on_resubscribed;
+  };
+
+  // `log` empty: StderrLog().
+  WakeupSubscriber(RedisEndpoint endpoint, Handlers handlers, LogFn log = {});
   ~WakeupSubscriber();  // Stop()s
   WakeupSubscriber(const WakeupSubscriber&) = delete;
   WakeupSubscriber& operator=(const WakeupSubscriber&) = delete;
 
   // Subscribes (synchronously, so a message published after Start() returned OK is seen), then
   // starts the listening thread. When the first subscribe fails, the thread still starts and keeps
-  // retrying, and the failure is returned for the caller to report.
+  // retrying (on_resubscribed runs once it succeeds), and the failure is returned for the caller
+  // to report.
   Status Start();
   void Stop();
 
@@ -46,10 +59,11 @@ class WakeupSubscriber {
   Status Subscribe();  // (re)connects ctx_ and subscribes
   void Disconnect();
   void Loop();
+  void Dispatch(std::string_view channel, std::string_view payload);
 
   RedisEndpoint endpoint_;
-  std::function<void(const WakeupMessage&)> on_message_;
-  std::function<void()> on_resubscribed_;
+  Handlers handlers_;
+  LogFn log_;
   redisContext* ctx_ = nullptr;  // owned by the listening thread once it runs
   std::atomic<bool> stopping_{false};
   std::thread thread_;

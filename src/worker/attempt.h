@@ -1,7 +1,7 @@
 #pragma once
-// Runs one handler attempt and turns what happened into the arguments of baton_ack / baton_fail:
-// success, or a failure kind ("error", "non_retryable", "timeout", "malformed"), a message and a
-// stack trace. Never throws.
+// Runs one handler attempt and turns what happened into the arguments of baton_v2_ack /
+// baton_v2_fail: success, or a failure kind ("error", "non_retryable", "timeout", "malformed"), a
+// message and a stack trace. Never throws.
 #include <string>
 #include <string_view>
 
@@ -11,7 +11,7 @@ namespace baton::internal {
 
 enum class FailureKind { kNone, kError, kNonRetryable, kTimeout, kMalformed };
 
-// The kind as baton_fail spells it ("error", ...); "" for kNone.
+// The kind as baton_v2_fail spells it ("error", ...); "" for kNone.
 std::string_view FailureKindName(FailureKind kind);
 
 struct AttemptOutcome {

@@ -3,17 +3,16 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "broker/functions.h"
 #include "scheduler/backoff.h"
 
 namespace baton::internal {
 
-namespace {
-constexpr std::chrono::milliseconds kWatchdogTick{25};
-}  // namespace
-
-LeaseKeeper::LeaseKeeper(RedisEndpoint endpoint, std::chrono::milliseconds lease,
-                         std::vector<std::shared_ptr<TypeRunner>> runners)
-    : endpoint_(std::move(endpoint)), lease_(lease), runners_(std::move(runners)) {}
+LeaseKeeper::LeaseKeeper(RedisEndpoint endpoint, std::vector<std::shared_ptr<TypeRunner>> runners,
+                         std::shared_ptr<Alarm> deadline_alarm)
+    : endpoint_(std::move(endpoint)),
+      runners_(std::move(runners)),
+      deadline_alarm_(std::move(deadline_alarm)) {}
 
 LeaseKeeper::~LeaseKeeper() { Stop(); }
 
@@ -27,35 +26,25 @@ Status LeaseKeeper::Start() {
 }
 
 void LeaseKeeper::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-    cv_.notify_all();
-  }
+  heartbeat_alarm_.Stop();
+  deadline_alarm_->Stop();
   if (heartbeat_.joinable()) heartbeat_.join();
   if (watchdog_.joinable()) watchdog_.join();
 }
 
-bool LeaseKeeper::WaitFor(std::chrono::milliseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return !cv_.wait_for(lock, d, [this] { return stopping_; });
-}
-
-Status LeaseKeeper::HeartbeatOnce() {
+Status LeaseKeeper::Beat(const std::vector<bool>& due) {
   if (conn_->broken()) {
     Status st = conn_->Reconnect();
     if (!st.ok()) return st;
   }
-  std::vector<std::vector<std::string>> sent(runners_.size());
+  std::vector<std::vector<fn::HeldTask>> sent(runners_.size());
   std::vector<std::size_t> sent_for;  // runner index of each appended command
   for (std::size_t i = 0; i < runners_.size(); ++i) {
-    runners_[i]->HeartbeatSids(&sent[i]);
+    if (!due[i]) continue;
+    runners_[i]->HeartbeatTasks(&sent[i]);
     if (sent[i].empty()) continue;
     const RunnerSettings& s = runners_[i]->settings();
-    std::vector<std::string> argv = {"FCALL", "baton_extend", "1", runners_[i]->stream_key(),
-                                     s.group, s.consumer};
-    argv.insert(argv.end(), sent[i].begin(), sent[i].end());
-    conn_->Append(argv);
+    conn_->Append(fn::Extend(s.ns, s.type, s.group, s.consumer, s.lease_ms, sent[i]));
     sent_for.push_back(i);
   }
   if (sent_for.empty()) return Status::Ok();
@@ -69,26 +58,55 @@ Status LeaseKeeper::HeartbeatOnce() {
 }
 
 void LeaseKeeper::HeartbeatLoop() {
-  const std::chrono::milliseconds period = std::max(lease_ / 3, std::chrono::milliseconds(1));
+  // Each type beats every lease/3 of its own lease; the thread sleeps until the next beat due.
+  std::vector<std::chrono::milliseconds> period(runners_.size());
+  std::vector<Clock::time_point> next(runners_.size());
+  std::chrono::milliseconds shortest = std::chrono::milliseconds::max();
+  const Clock::time_point start = Clock::now();
+  for (std::size_t i = 0; i < runners_.size(); ++i) {
+    period[i] = std::max(std::chrono::milliseconds(runners_[i]->settings().lease_ms / 3),
+                         std::chrono::milliseconds(1));
+    next[i] = start + period[i];
+    shortest = std::min(shortest, period[i]);
+  }
   // After a failure, retry sooner than the period (but never later): one missed beat must not
   // cost the lease.
-  Backoff backoff(std::chrono::milliseconds(100), period);
-  std::chrono::milliseconds wait = period;
-  while (WaitFor(wait)) {
-    Status st = HeartbeatOnce();
+  Backoff backoff(std::chrono::milliseconds(100), shortest);
+  std::vector<bool> due(runners_.size());
+  Clock::time_point wake = start + shortest;
+  while (heartbeat_alarm_.SleepUntil(wake)) {
+    const Clock::time_point now = Clock::now();
+    bool any = false;
+    for (std::size_t i = 0; i < runners_.size(); ++i) {
+      due[i] = next[i] <= now;
+      any = any || due[i];
+    }
+    if (!any) continue;  // woken early (spuriously): `wake` still holds
+    Status st = Beat(due);
     if (st.ok()) {
       backoff.Reset();
-      wait = period;
+      for (std::size_t i = 0; i < runners_.size(); ++i) {
+        if (due[i]) next[i] = now + period[i];
+      }
     } else {
-      wait = std::min(backoff.Next(), period);
       std::fprintf(stderr, "baton worker heartbeat: %s\n", st.ToString().c_str());
+      const Clock::time_point retry = now + backoff.Next();
+      for (std::size_t i = 0; i < runners_.size(); ++i) {
+        if (due[i]) next[i] = std::min(retry, now + period[i]);
+      }
     }
+    wake = *std::min_element(next.begin(), next.end());
   }
 }
 
 void LeaseKeeper::WatchdogLoop() {
-  while (WaitFor(kWatchdogTick)) {
-    auto now = std::chrono::steady_clock::now();
+  while (true) {
+    Clock::time_point next = Clock::time_point::max();
+    for (const std::shared_ptr<TypeRunner>& r : runners_) next = std::min(next, r->NextDeadline());
+    const bool running = next == Clock::time_point::max() ? deadline_alarm_->Sleep()
+                                                          : deadline_alarm_->SleepUntil(next);
+    if (!running) return;
+    const Clock::time_point now = Clock::now();
     for (const std::shared_ptr<TypeRunner>& r : runners_) r->CheckDeadlines(now);
   }
 }

@@ -1,7 +1,7 @@
 #pragma once
-// Stack traces for the failure records of baton_fail (the `stack` of an attempt in
-// baton:{ns}:errors). glibc backtrace() + backtrace_symbols(), names demangled. Function names of
-// the executable itself need it linked with -rdynamic (libbaton adds that to its users' links).
+// Stack traces for the failure records of baton_v2_fail (the `stack` of an attempt in
+// baton:v2:{ns}:errors). glibc backtrace() + backtrace_symbols(), names demangled. Function names
+// of the executable itself need it linked with -rdynamic (libbaton adds that to its users' links).
 #include <string>
 
 namespace baton::internal {

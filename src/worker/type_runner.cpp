@@ -15,16 +15,7 @@ constexpr std::size_t kAcksPerCall = 256;
 // the fetcher is the only thread that talks to Redis for this type, and it cannot flush while it
 // sits in XREAD. An idle fetcher (nothing in flight) blocks for the full WorkerOptions::block.
 constexpr std::chrono::milliseconds kBusyBlock{100};
-constexpr std::size_t kDequeueCountIndex = 11;  // see dequeue_argv_
-constexpr std::size_t kEntryValues = 9;
-
-// baton_fail argv positions (see fail_argv_).
-constexpr std::size_t kFailId = 11;
-constexpr std::size_t kFailSid = 12;
-constexpr std::size_t kFailKind = 14;
-constexpr std::size_t kFailMessage = 15;
-constexpr std::size_t kFailStack = 16;
-constexpr std::size_t kFailJitter = 19;
+constexpr std::size_t kEntryValues = 9;  // per task in baton_v2_dequeue's entries
 
 void Log(const RunnerSettings& s, const std::string& what) {
   std::fprintf(stderr, "baton worker %s/%s: %s\n", s.ns.c_str(), s.type.c_str(), what.c_str());
@@ -37,46 +28,7 @@ TypeRunner::TypeRunner(RunnerSettings settings, std::shared_ptr<WorkerCounters> 
       counters_(std::move(counters)),
       rng_(std::random_device{}()),
       slots_(new Slot[static_cast<std::size_t>(std::max(settings_.concurrency, 1))]) {
-  Keys keys(settings_.ns);
-  stream_key_ = keys.Stream(settings_.type);
-  dequeue_argv_ = {"FCALL",
-                   "baton_dequeue",
-                   "6",
-                   stream_key_,
-                   keys.Tasks(),
-                   keys.Events(),
-                   keys.Bodies(),
-                   keys.Errors(),
-                   keys.Dead(settings_.type),
-                   settings_.group,
-                   settings_.consumer,
-                   "1",
-                   std::to_string(settings_.events_maxlen)};
-  fail_argv_ = {"FCALL",
-                "baton_fail",
-                "7",
-                stream_key_,
-                keys.Scheduled(settings_.type),
-                keys.Dead(settings_.type),
-                keys.Tasks(),
-                keys.Bodies(),
-                keys.Errors(),
-                keys.Events(),
-                settings_.group,
-                "",
-                "",
-                settings_.consumer,
-                "",
-                "",
-                "",
-                std::to_string(settings_.retry.base.count()),
-                std::to_string(settings_.retry.max.count()),
-                "0",
-                std::to_string(settings_.events_maxlen)};
-  ack_prefix_ = {
-      "FCALL",      "baton_ack",   "6",           stream_key_,  keys.Scheduled(settings_.type),
-      keys.Tasks(), keys.Events(), keys.Errors(), keys.Bodies()};
-  done_prefix_ = keys.Done("");
+  stream_key_ = Keys(settings_.ns).Stream(settings_.type);
 }
 
 TypeRunner::~TypeRunner() {
@@ -168,7 +120,7 @@ void TypeRunner::CheckDeadlines(std::chrono::steady_clock::time_point now) {
     Slot& s = slots_[i];
     if (s.busy && !s.timed_out && s.deadline <= now) {
       // Past the deadline: cancel, and stop extending the lease so that, if the handler ignores
-      // the cancellation, the reaper hands the task to another worker.
+      // the cancellation, the lease ends and the task is reclaimed for another worker.
       s.timed_out = true;
       s.heartbeating = false;
       s.cancel.store(true);
@@ -176,16 +128,28 @@ void TypeRunner::CheckDeadlines(std::chrono::steady_clock::time_point now) {
   }
 }
 
-void TypeRunner::HeartbeatSids(std::vector<std::string>* sids) {
+std::chrono::steady_clock::time_point TypeRunner::NextDeadline() {
+  auto next = std::chrono::steady_clock::time_point::max();
   std::lock_guard<std::mutex> lock(mu_);
   for (int i = 0; i < settings_.concurrency; ++i) {
-    if (slots_[i].busy && slots_[i].heartbeating) sids->push_back(slots_[i].sid);
+    const Slot& s = slots_[i];
+    if (s.busy && !s.timed_out) next = std::min(next, s.deadline);
+  }
+  return next;
+}
+
+void TypeRunner::HeartbeatTasks(std::vector<fn::HeldTask>* tasks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int i = 0; i < settings_.concurrency; ++i) {
+    const Slot& s = slots_[i];
+    if (s.busy && s.heartbeating && !s.abandoned) tasks->push_back({s.id, s.sid});
   }
 }
 
-void TypeRunner::OnExtendReply(const std::vector<std::string>& sent, const Reply& held) {
-  if (held.is_error()) {
-    Log(settings_, "baton_extend: " + held.str);
+void TypeRunner::OnExtendReply(const std::vector<fn::HeldTask>& sent, const Reply& held) {
+  if (held.is_error() || !held.is_array()) {
+    // Says nothing about the leases (e.g. the library is being reloaded): try again next beat.
+    Log(settings_, "baton_v2_extend: " + (held.is_error() ? held.str : "unexpected reply"));
     return;
   }
   std::vector<std::string> still;
@@ -193,11 +157,11 @@ void TypeRunner::OnExtendReply(const std::vector<std::string>& sent, const Reply
   for (const Reply& e : held.elements) still.push_back(e.AsString());
   std::sort(still.begin(), still.end());
   std::lock_guard<std::mutex> lock(mu_);
-  for (const std::string& sid : sent) {
-    if (std::binary_search(still.begin(), still.end(), sid)) continue;
+  for (const fn::HeldTask& task : sent) {
+    if (std::binary_search(still.begin(), still.end(), task.sid)) continue;
     for (int i = 0; i < settings_.concurrency; ++i) {
       Slot& s = slots_[i];
-      if (s.busy && s.heartbeating && s.sid == sid) {
+      if (s.busy && s.heartbeating && s.sid == task.sid) {
         s.heartbeating = false;
         s.cancel.store(true);
       }
@@ -217,6 +181,7 @@ void TypeRunner::HandlerLoop(int index) {
       ready_.pop_front();
       slot.busy = true;
       slot.sid = entry.entries->elements[entry.index * kEntryValues].AsString();
+      slot.id = entry.entries->elements[entry.index * kEntryValues + 1].AsString();
       slot.deadline = std::chrono::steady_clock::time_point::max();
       slot.heartbeating = true;
       slot.timed_out = false;
@@ -258,8 +223,11 @@ TypeRunner::Completion TypeRunner::RunEntry(Slot& slot, PendingEntry& entry) {
   if (delivered.task.execution_timeout) {
     deadline =
         std::chrono::steady_clock::now() + std::chrono::seconds(*delivered.task.execution_timeout);
-    std::lock_guard<std::mutex> lock(mu_);
-    slot.deadline = deadline;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      slot.deadline = deadline;
+    }
+    if (settings_.deadline_alarm) settings_.deadline_alarm->Ring();
   }
   TaskContext context(&delivered.task, delivered.attempt, delivered.stream_id, &slot.cancel,
                       deadline);
@@ -271,7 +239,8 @@ TypeRunner::Completion TypeRunner::RunEntry(Slot& slot, PendingEntry& entry) {
   }
   if (late) {
     // Past the deadline the attempt fails as a timeout whatever the handler returned: the lease
-    // was no longer extended, so another worker may already own the task.
+    // was no longer extended, so another worker may already own the task (the fail is then
+    // 'stale' and changes nothing).
     outcome = TimeoutOutcome(delivered.task.execution_timeout.value_or(0));
   }
   return Completion{std::move(delivered.task.task_id), std::move(delivered.stream_id),
@@ -324,8 +293,8 @@ void TypeRunner::FetchLoop() {
     }
     AppendCompletions(batch);
     if (count > 0) {
-      dequeue_argv_[kDequeueCountIndex] = std::to_string(count);
-      conn_->Append(dequeue_argv_);
+      conn_->Append(fn::Dequeue(settings_.ns, settings_.type, settings_.group, settings_.consumer,
+                                static_cast<std::size_t>(count), settings_.lease_ms));
     }
     StatusOr<std::vector<Reply>> replies = conn_->Flush();
     if (!replies.ok()) {
@@ -346,7 +315,8 @@ void TypeRunner::FetchLoop() {
     Reply& dequeued = replies->back();
     if (dequeued.is_error() || !dequeued.is_array() || dequeued.elements.size() < 2) {
       // E.g. the functions library was unloaded: wait (with a growing backoff), do not spin.
-      Log(settings_, "baton_dequeue: " + (dequeued.is_error() ? dequeued.str : "unexpected reply"));
+      Log(settings_,
+          "baton_v2_dequeue: " + (dequeued.is_error() ? dequeued.str : "unexpected reply"));
       WaitBackoff();
       continue;
     }
@@ -358,46 +328,36 @@ void TypeRunner::FetchLoop() {
 }
 
 void TypeRunner::AppendCompletions(const std::vector<Completion>& batch) {
-  // Acks first, up to kAcksPerCall per call, then one baton_fail per failure.
-  std::size_t acks = 0;
-  for (const Completion& c : batch) acks += c.failure == FailureKind::kNone ? 1 : 0;
-  std::size_t next = 0;
-  while (acks > 0) {
-    std::size_t n = std::min(acks, kAcksPerCall);
-    acks -= n;
-    scratch_argv_.assign(ack_prefix_.begin(), ack_prefix_.end());
-    scratch_argv_[2] = std::to_string(6 + n);
-    std::size_t first = next;
-    std::size_t taken = 0;
-    for (; next < batch.size() && taken < n; ++next) {
-      if (batch[next].failure != FailureKind::kNone) continue;
-      scratch_argv_.push_back(done_prefix_ + batch[next].id);
-      ++taken;
+  // Acks first, up to kAcksPerCall per call, then one baton_v2_fail per failure.
+  acks_.clear();
+  for (const Completion& c : batch) {
+    if (c.failure != FailureKind::kNone) continue;
+    acks_.push_back({c.id, c.sid});
+    if (acks_.size() == kAcksPerCall) {
+      conn_->Append(
+          fn::Ack(settings_.ns, settings_.type, settings_.group, settings_.consumer, acks_));
+      acks_.clear();
     }
-    scratch_argv_.push_back(settings_.group);
-    scratch_argv_.push_back(std::to_string(settings_.done_retention.count()));
-    scratch_argv_.push_back(std::to_string(settings_.events_maxlen));
-    scratch_argv_.push_back(std::to_string(n));
-    for (std::size_t i = first; i < next; ++i) {
-      if (batch[i].failure != FailureKind::kNone) continue;
-      scratch_argv_.push_back(batch[i].id);
-      scratch_argv_.push_back(batch[i].sid);
-    }
-    scratch_argv_.push_back(settings_.consumer);
-    conn_->Append(scratch_argv_);
+  }
+  if (!acks_.empty()) {
+    conn_->Append(
+        fn::Ack(settings_.ns, settings_.type, settings_.group, settings_.consumer, acks_));
   }
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
   for (const Completion& c : batch) {
     if (c.failure == FailureKind::kNone) continue;
-    fail_argv_[kFailId] = c.id;
-    fail_argv_[kFailSid] = c.sid;
-    fail_argv_[kFailKind] = std::string(FailureKindName(c.failure));
-    fail_argv_[kFailMessage] = c.message;
-    fail_argv_[kFailStack] = c.stack;
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6f", std::min(jitter(rng_), 0.999999));
-    fail_argv_[kFailJitter] = buf;
-    conn_->Append(fail_argv_);
+    fn::FailArgs args;
+    args.group = settings_.group;
+    args.consumer = settings_.consumer;
+    args.id = c.id;
+    args.sid = c.sid;
+    args.kind = FailureKindName(c.failure);
+    args.message = c.message;
+    args.stack = c.stack;
+    args.base_ms = settings_.retry.base.count();
+    args.max_ms = settings_.retry.max.count();
+    args.jitter = jitter(rng_);
+    conn_->Append(fn::Fail(settings_.ns, settings_.type, args));
   }
 }
 
@@ -409,7 +369,7 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
   for (std::size_t done = 0; done < acks && r < replies.size(); done += kAcksPerCall, ++r) {
     const Reply& reply = replies[r];
     if (reply.is_error()) {
-      Log(settings_, "baton_ack: " + reply.str);
+      Log(settings_, "baton_v2_ack: " + reply.str);
       continue;
     }
     for (const Reply& status : reply.elements) {
@@ -422,12 +382,16 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
     if (r >= replies.size()) break;
     const Reply& reply = replies[r++];
     if (reply.is_error()) {
-      Log(settings_, "baton_fail " + c.id + ": " + reply.str);
+      Log(settings_, "baton_v2_fail " + c.id + ": " + reply.str);
       continue;
     }
+    // {'retry', due_ms, attempt}, {'dead', at_ms, attempt} or {'stale', '', 0}.
     const std::string verdict = reply.elements.empty() ? "" : reply.elements[0].AsString();
     if (verdict == "retry" || verdict == "dead") counters_->failed.fetch_add(1);
     if (verdict == "dead") counters_->dead.fetch_add(1);
+    if (verdict == "retry" && reply.elements.size() > 1 && settings_.on_retry) {
+      settings_.on_retry(reply.elements[1].AsInteger());
+    }
   }
 }
 

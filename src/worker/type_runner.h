@@ -1,15 +1,17 @@
 #pragma once
 // Everything a Worker runs for one (namespace, task type): a fetcher thread with its own Redis
-// connection and a fixed pool of handler threads. The fetcher asks baton_dequeue for at most as
-// many tasks as there are idle handler threads (a fetched task is leased to this consumer, so it
-// never fetches ahead), and sends the finished tasks' baton_ack / baton_fail calls in the same
-// pipeline as its next dequeue: one round trip carries both. Types never share threads, so one
-// type's backlog or slowness cannot delay another.
+// connection and a fixed pool of handler threads. The fetcher asks baton_v2_dequeue for at most as
+// many tasks as there are idle handler threads (a fetched task is leased to this consumer for
+// lease_ms, so it never fetches ahead), and sends the finished tasks' baton_v2_ack / baton_v2_fail
+// calls in the same pipeline as its next dequeue: one round trip carries both. With nothing to
+// fetch it sleeps in XREAD BLOCK. Types never share threads, so one type's backlog or slowness
+// cannot delay another. Every call is built by broker/functions.h.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -18,9 +20,11 @@
 #include <vector>
 
 #include "baton/worker.h"
+#include "broker/functions.h"
 #include "broker/redis_connection.h"
 #include "broker/task_codec.h"
 #include "scheduler/backoff.h"
+#include "worker/alarm.h"
 #include "worker/attempt.h"
 
 namespace baton::internal {
@@ -43,9 +47,15 @@ struct RunnerSettings {
   std::string group;
   std::string consumer;
   int fetch_batch = 64;
-  std::chrono::milliseconds block{2000};
-  std::chrono::seconds done_retention{86400};
-  std::size_t events_maxlen = 100000;
+  std::chrono::milliseconds block{5000};
+  // The lease every dequeue and extend asks for (already resolved: never 0).
+  std::int64_t lease_ms = 30000;
+  // Rung when an attempt gets a deadline (execution_timeout), so the watchdog sleeps until the
+  // earliest one instead of polling. May be null.
+  std::shared_ptr<Alarm> deadline_alarm;
+  // Called by the fetcher with the due time (Unix ms, server clock) of every retry baton_v2_fail
+  // scheduled (the worker's maintenance promotes it then). May be empty.
+  std::function<void(std::int64_t due_ms)> on_retry;
 };
 
 class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
@@ -77,14 +87,17 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   //    return) and detaches the rest, which keep this object alive until their handler returns.
   void StopPool(std::chrono::milliseconds wait);
 
-  // Lease keeping (the LeaseKeeper thread):
-  // Cancels every attempt whose execution_timeout passed and stops heartbeating it.
+  // Lease keeping (the LeaseKeeper threads):
+  // Cancels every attempt whose execution_timeout passed and stops heartbeating it (so that, if
+  // its handler ignores the cancellation, its lease ends and the task is reclaimed).
   void CheckDeadlines(std::chrono::steady_clock::time_point now);
-  // The SIDs of the attempts to heartbeat (running, not past their deadline, lease not lost).
-  void HeartbeatSids(std::vector<std::string>* sids);
-  // `sent` were extended and `held` is baton_extend's answer: cancels the attempts whose SID is
-  // missing (the lease was lost: another worker may be running the task now).
-  void OnExtendReply(const std::vector<std::string>& sent, const Reply& held);
+  // The earliest deadline of a running attempt not yet cancelled; time_point::max() when none.
+  std::chrono::steady_clock::time_point NextDeadline();
+  // The tasks to heartbeat (running, not past their deadline, lease not lost, not abandoned).
+  void HeartbeatTasks(std::vector<fn::HeldTask>* tasks);
+  // `sent` were extended and `held` is baton_v2_extend's answer (the SIDs still held): cancels the
+  // attempts whose SID is missing (the lease was lost: another worker may be running the task).
+  void OnExtendReply(const std::vector<fn::HeldTask>& sent, const Reply& held);
 
   const RunnerSettings& settings() const { return settings_; }
   const std::string& stream_key() const { return stream_key_; }
@@ -93,6 +106,7 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   // One handler thread's current attempt. Guarded by mu_, except `cancel`.
   struct Slot {
     bool busy = false;
+    std::string id;
     std::string sid;
     std::chrono::steady_clock::time_point deadline;
     bool heartbeating = false;
@@ -100,12 +114,12 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
     bool abandoned = false;  // cancelled by Abandon(): its outcome is not sent, the lease decides
     std::atomic<bool> cancel{false};
   };
-  // One delivered entry (index `index` of a baton_dequeue entries array) waiting for a handler.
+  // One delivered entry (index `index` of a baton_v2_dequeue entries array) waiting for a handler.
   struct PendingEntry {
     std::shared_ptr<const Reply> entries;
     std::size_t index = 0;
   };
-  // A finished attempt waiting for its baton_ack (failure == kNone) or baton_fail.
+  // A finished attempt waiting for its baton_v2_ack (failure == kNone) or baton_v2_fail.
   struct Completion {
     std::string id;
     std::string sid;
@@ -123,8 +137,8 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   void AppendCompletions(const std::vector<Completion>& batch);
   void HandleCompletionReplies(const std::vector<Completion>& batch,
                                const std::vector<Reply>& replies);
-  // Queues the entries of a well-formed baton_dequeue reply (moved from) for the handler threads;
-  // returns how many came back and sets `last_id` (the reply's second value).
+  // Queues the entries of a well-formed baton_v2_dequeue reply (moved from) for the handler
+  // threads; returns how many came back and sets `last_id` (the reply's second value).
   std::size_t HandleDequeueReply(Reply& reply, std::string* last_id);
   // Handler thread: decodes one entry and runs its attempt (an undecodable entry is a malformed
   // failure). The Completion has no SID when the entry had none (nothing can be sent for it).
@@ -134,16 +148,12 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   const RunnerSettings settings_;
   std::shared_ptr<WorkerCounters> counters_;
   std::string stream_key_;
-  std::vector<std::string> dequeue_argv_;  // count at kDequeueCountIndex
-  std::vector<std::string> fail_argv_;     // keys and fixed values filled in
-  std::vector<std::string> ack_prefix_;    // "FCALL baton_ack numkeys" + fixed keys
-  std::string done_prefix_;                // "baton:{ns}:done:"
-  std::vector<std::string> scratch_argv_;  // reused to build ack calls
+  std::vector<fn::HeldTask> acks_;  // reused to build ack calls
 
   // Fetcher-thread state.
   std::unique_ptr<RedisConnection> conn_;
   Backoff backoff_;
-  std::mt19937_64 rng_;  // jitter of baton_fail
+  std::mt19937_64 rng_;  // jitter of baton_v2_fail
   std::thread fetcher_;
   std::atomic<bool> fetcher_exited_{false};
   std::atomic<bool> in_xread_{false};

@@ -1,6 +1,6 @@
 // baton::Worker: wires one TypeRunner per registered (namespace, type), the LeaseKeeper
-// (heartbeats and execution_timeout watchdog) and, with maintenance on, a Promoter and a Reaper
-// for the registered types. See docs/protocol.md "Worker loop".
+// (heartbeats and execution_timeout watchdog) and, with maintenance on, the Maintenance loop
+// (promote and reclaim) for the registered types. See docs/protocol.md "Worker loop".
 #include "baton/worker.h"
 
 #include <pthread.h>
@@ -10,17 +10,22 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "broker/function_library.h"
+#include "broker/functions.h"
+#include "broker/namespace_settings.h"
 #include "broker/redis_connection.h"
 #include "core/keys.h"
-#include "scheduler/promoter.h"
-#include "scheduler/reaper.h"
+#include "worker/alarm.h"
 #include "worker/lease_keeper.h"
+#include "worker/maintenance.h"
 #include "worker/type_runner.h"
 
 namespace baton {
@@ -70,6 +75,59 @@ struct Registration {
   TypeOptions options;
 };
 
+// The (Redis URL, namespace) pairs this process already added to baton:v2:namespaces: the SADD is
+// a convenience for the CLI (batond finds namespaces with work without it), made once per process.
+std::mutex g_registered_mu;
+std::set<std::pair<std::string, std::string>>& RegisteredNamespaces() {
+  static auto* registered = new std::set<std::pair<std::string, std::string>>();
+  return *registered;
+}
+
+// Adds the namespaces this process has not registered yet to baton:v2:namespaces.
+Status RegisterNamespaces(RedisConnection& conn, const std::string& url,
+                          const std::vector<Registration>& registrations) {
+  std::lock_guard<std::mutex> lock(g_registered_mu);
+  std::vector<std::pair<std::string, std::string>> added;
+  for (const Registration& r : registrations) {
+    std::pair<std::string, std::string> key{url, r.ns};
+    if (RegisteredNamespaces().count(key) != 0 ||
+        std::find(added.begin(), added.end(), key) != added.end()) {
+      continue;
+    }
+    conn.Append({"SADD", std::string(internal::Keys::kNamespaces), r.ns});
+    added.push_back(std::move(key));
+  }
+  StatusOr<std::vector<internal::Reply>> replies = conn.Flush();
+  if (!replies.ok()) return replies.status();
+  for (const internal::Reply& reply : *replies) {
+    if (reply.is_error()) return internal::StatusFromErrorReply(reply);
+  }
+  RegisteredNamespaces().insert(added.begin(), added.end());
+  return Status::Ok();
+}
+
+// The lease_ms setting of every namespace of a registration with lease_ms 0 (read once).
+StatusOr<std::map<std::string, std::int64_t>> NamespaceLeases(
+    RedisConnection& conn, const std::vector<Registration>& registrations) {
+  std::vector<std::string> namespaces;
+  for (const Registration& r : registrations) {
+    if (r.options.lease_ms == 0 &&
+        std::find(namespaces.begin(), namespaces.end(), r.ns) == namespaces.end()) {
+      namespaces.push_back(r.ns);
+    }
+  }
+  std::map<std::string, std::int64_t> leases;
+  for (const std::string& ns : namespaces) conn.Append(internal::fn::Configure(ns));
+  StatusOr<std::vector<internal::Reply>> replies = conn.Flush();
+  if (!replies.ok()) return replies.status();
+  for (std::size_t i = 0; i < namespaces.size() && i < replies->size(); ++i) {
+    StatusOr<NamespaceSettings> settings = internal::ParseNamespaceSettings((*replies)[i]);
+    if (!settings.ok()) return settings.status().WithContext("lease_ms of " + namespaces[i]);
+    leases[namespaces[i]] = settings->lease_ms;
+  }
+  return leases;
+}
+
 }  // namespace
 
 struct Worker::Impl {
@@ -80,8 +138,7 @@ struct Worker::Impl {
   RedisEndpoint endpoint;
   std::vector<std::shared_ptr<internal::TypeRunner>> runners;
   std::unique_ptr<internal::LeaseKeeper> lease_keeper;
-  std::unique_ptr<internal::Promoter> promoter;
-  std::unique_ptr<internal::Reaper> reaper;
+  std::unique_ptr<internal::Maintenance> maintenance;
 
   enum class State { kNew, kRunning, kStopped };
   std::mutex mu;  // guards state, stop_requested
@@ -99,14 +156,12 @@ Status Worker::Impl::ValidateOptions() const {
   if (options.default_concurrency < 1) {
     return Status::InvalidArgument("default_concurrency", "must be >= 1");
   }
-  if (options.fetch_batch < 1) return Status::InvalidArgument("fetch_batch", "must be >= 1");
+  if (options.fetch_batch < 1 || options.fetch_batch > 1000) {
+    return Status::InvalidArgument("fetch_batch", "must be 1..1000");
+  }
   if (options.block.count() < 1) return Status::InvalidArgument("block", "must be >= 1 ms");
-  if (options.lease.count() < 3) return Status::InvalidArgument("lease", "must be >= 3 ms");
   if (options.shutdown_grace.count() < 0) {
     return Status::InvalidArgument("shutdown_grace", "must be >= 0");
-  }
-  if (options.maintenance_interval.count() < 1) {
-    return Status::InvalidArgument("maintenance_interval", "must be >= 1 ms");
   }
   if (options.group.empty()) return Status::InvalidArgument("group", "must not be empty");
   if (registrations.empty()) {
@@ -125,19 +180,20 @@ Status Worker::Impl::StartLocked() {
   if (!conn.ok()) return conn.status().WithContext("worker");
   Status library = internal::CheckFunctionLibrary(**conn);
   if (!library.ok()) return library;
-  // Make the types discoverable (batond, the CLI): baton:namespaces and baton:{ns}:types.
-  for (const Registration& r : registrations) {
-    (*conn)->Append({"SADD", std::string(internal::Keys::kNamespaces), r.ns});
-    (*conn)->Append({"SADD", internal::Keys(r.ns).Types(), r.type});
-  }
-  StatusOr<std::vector<internal::Reply>> added = (*conn)->Flush();
-  if (!added.ok()) return added.status().WithContext("worker");
-  for (const internal::Reply& reply : *added) {
-    if (reply.is_error()) return internal::StatusFromErrorReply(reply).WithContext("worker");
-  }
+  Status registered = RegisterNamespaces(**conn, options.redis_url, registrations);
+  if (!registered.ok()) return registered.WithContext("worker");
+  StatusOr<std::map<std::string, std::int64_t>> ns_leases = NamespaceLeases(**conn, registrations);
+  if (!ns_leases.ok()) return ns_leases.status().WithContext("worker");
 
   StopSignalsBlocked blocked;  // every thread started below inherits the blocked mask
-  for (const Registration& r : registrations) {
+  if (options.maintenance) {
+    std::vector<internal::Maintenance::Target> targets;
+    for (const Registration& r : registrations) targets.push_back({r.ns, r.type, r.options.retry});
+    maintenance = std::make_unique<internal::Maintenance>(endpoint, std::move(targets), consumer);
+  }
+  auto deadline_alarm = std::make_shared<internal::Alarm>();
+  for (std::size_t i = 0; i < registrations.size(); ++i) {
+    const Registration& r = registrations[i];
     internal::RunnerSettings s;
     s.ns = r.ns;
     s.type = r.type;
@@ -149,8 +205,14 @@ Status Worker::Impl::StartLocked() {
     s.consumer = consumer;
     s.fetch_batch = options.fetch_batch;
     s.block = options.block;
-    s.done_retention = options.done_retention;
-    s.events_maxlen = options.events_maxlen;
+    s.lease_ms = r.options.lease_ms != 0 ? r.options.lease_ms : ns_leases->at(r.ns);
+    s.deadline_alarm = deadline_alarm;
+    if (maintenance) {
+      // The fetchers are joined before the maintenance loop stops (Shutdown), so the pointer
+      // outlives every call.
+      internal::Maintenance* m = maintenance.get();
+      s.on_retry = [m, i](std::int64_t due_ms) { m->OnRetryScheduled(i, due_ms); };
+    }
     auto runner = std::make_shared<internal::TypeRunner>(std::move(s), counters);
     Status st = runner->Start();
     if (!st.ok()) {
@@ -159,30 +221,9 @@ Status Worker::Impl::StartLocked() {
     }
     runners.push_back(std::move(runner));
   }
-  lease_keeper = std::make_unique<internal::LeaseKeeper>(endpoint, options.lease, runners);
+  lease_keeper = std::make_unique<internal::LeaseKeeper>(endpoint, runners, deadline_alarm);
   Status st = lease_keeper->Start();
-  if (st.ok() && options.maintenance) {
-    internal::Promoter::Options p;
-    p.redis_url = options.redis_url;
-    p.events_maxlen = options.events_maxlen;
-    p.interval = options.maintenance_interval;
-    internal::Reaper::Options rp;
-    rp.redis_url = options.redis_url;
-    rp.lease = options.lease;
-    rp.interval = options.maintenance_interval;
-    rp.events_maxlen = options.events_maxlen;
-    rp.name = consumer;
-    for (const Registration& r : registrations) {
-      p.types.push_back({r.ns, r.type});
-      rp.targets.push_back({{r.ns, r.type}, r.options.retry});
-    }
-    promoter = std::make_unique<internal::Promoter>(std::move(p));
-    st = promoter->Start();
-    if (st.ok()) {
-      reaper = std::make_unique<internal::Reaper>(std::move(rp));
-      st = reaper->Start();
-    }
-  }
+  if (st.ok() && maintenance) st = maintenance->Start();
   if (!st.ok()) {
     Shutdown(std::chrono::milliseconds(0));
     return st.WithContext("worker");
@@ -226,8 +267,7 @@ void Worker::Impl::Shutdown(std::chrono::milliseconds grace) {
   for (auto& r : runners) {
     r->StopPool(std::min(grace, std::chrono::milliseconds(200)));
   }
-  if (promoter) promoter->Stop();
-  if (reaper) reaper->Stop();
+  if (maintenance) maintenance->Stop();
 }
 
 Worker::Worker(WorkerOptions options) : impl_(std::make_unique<Impl>()) {
@@ -253,6 +293,10 @@ Status Worker::Register(const std::string& ns, const std::string& task_type, Han
   if (options.concurrency < 0) return Status::InvalidArgument("concurrency", "must be >= 0");
   if (options.retry.base.count() < 1 || options.retry.max < options.retry.base) {
     return Status::InvalidArgument("retry", "base must be >= 1 ms and max >= base");
+  }
+  if (options.lease_ms != 0 && (options.lease_ms < 1000 || options.lease_ms > 86400000)) {
+    return Status::InvalidArgument("lease_ms",
+                                   "must be 0 (the namespace's lease_ms) or 1000..86400000");
   }
   for (const Registration& r : impl_->registrations) {
     if (r.ns == ns && r.type == task_type) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "broker/functions.h"
 #include "worker/worker_test_util.h"
 
 namespace baton::testing {
@@ -131,11 +132,10 @@ TEST_F(WorkerTest, AttemptPastExecutionTimeoutFailsAsTimeout) {
 
 TEST_F(WorkerTest, HungHandlerPastItsDeadlineIsTakenOverByAnotherWorker) {
   // Worker A's handler ignores cancellation. After the deadline A stops heartbeating, the lease
-  // (400 ms) expires, the reaper takes the task back, and worker B runs it to completion.
+  // (1 s) ends, the maintenance takes the task back, and worker B runs it to completion.
   std::atomic<bool> release{false};
   std::atomic<bool> a_started{false};
   WorkerOptions oa = Options();
-  oa.lease = 400ms;
   Worker a(oa);
   ASSERT_TRUE(a.Register(
                    kNs, "hang",
@@ -144,7 +144,7 @@ TEST_F(WorkerTest, HungHandlerPastItsDeadlineIsTakenOverByAnotherWorker) {
                      while (!release) std::this_thread::sleep_for(5ms);
                      return Status::Ok();
                    },
-                   FastRetry(1))
+                   FastRetry(1, 1000))
                   .ok());
   ASSERT_TRUE(a.Start().ok());
   EnqueueOptions opts;
@@ -160,14 +160,24 @@ TEST_F(WorkerTest, HungHandlerPastItsDeadlineIsTakenOverByAnotherWorker) {
                      ++b_runs;
                      return Status::Ok();
                    },
-                   FastRetry(1))
+                   FastRetry(1, 1000))
                   .ok());
   ASSERT_TRUE(b.Start().ok());
   ASSERT_TRUE(WaitUntil([&] { return IsDone(id); }, 8s));
   EXPECT_EQ(b_runs, 1);
-  nlohmann::json marker = DoneMarker(id);
-  EXPECT_EQ(marker["worker"], b.consumer_name());
-  EXPECT_EQ(marker["attempts"], 2);
+  std::optional<Finish> finish = DoneBy(id);
+  ASSERT_TRUE(finish.has_value());
+  EXPECT_EQ(finish->worker, b.consumer_name());
+  EXPECT_EQ(finish->attempts, 2);
+  // The first attempt ended with its lease (the events say so; the error history went with the
+  // success).
+  bool lease_expired = false;
+  for (const auto& e : Events()) {
+    if (e.at("from") == "active" && e.at("to") == "retry" && e.at("ids") == id) {
+      lease_expired = e.at("error").find("lease expired") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(lease_expired);
   // A's hung handler finally returns: its timeout failure is stale, the task stays done.
   release = true;
   a.Stop();
@@ -232,33 +242,43 @@ TEST_F(WorkerTest, RegisterRefusesBadInput) {
 }
 
 TEST_F(WorkerTest, LostLeaseCancelsTheRunningAttempt) {
-  // Another consumer claims the entry (as a reaper would after a network partition): the next
-  // heartbeat finds the SID gone and cancels the attempt.
+  // The worker's lease ends without a heartbeat reaching Redis (as after a network partition) and
+  // a reaper takes the task back: the next heartbeat finds the SID gone and cancels the attempt.
   std::atomic<bool> running{false};
   std::atomic<bool> saw_cancel{false};
   WorkerOptions o = Options();
-  o.lease = 300ms;
-  o.maintenance = false;
+  o.maintenance = false;  // the test is the reaper
   Worker worker(o);
   ASSERT_TRUE(worker
-                  .Register(kNs, "stolen",
-                            [&](TaskContext& ctx) {
-                              running = true;
-                              for (int i = 0; i < 400 && !ctx.cancelled(); ++i) {
-                                std::this_thread::sleep_for(5ms);
-                              }
-                              saw_cancel = ctx.cancelled();
-                              return Status::Ok();
-                            })
+                  .Register(
+                      kNs, "stolen",
+                      [&](TaskContext& ctx) {
+                        running = true;
+                        for (int i = 0; i < 1000 && !ctx.cancelled(); ++i) {
+                          std::this_thread::sleep_for(5ms);
+                        }
+                        saw_cancel = ctx.cancelled();
+                        return Status::Ok();
+                      },
+                      FastRetry(0, 1500))
                   .ok());
   ASSERT_TRUE(worker.Start().ok());
   std::string id = Enqueue("stolen", {});
   ASSERT_TRUE(WaitUntil([&] { return running.load(); }));
-  std::string sid = redis_.String({"HGET", keys().Tasks(), id});
-  sid = sid.substr(sid.rfind('|') + 1);
-  auto claimed = redis_.Command({"XCLAIM", keys().Stream("stolen"), "baton", "thief", "0", sid});
-  ASSERT_EQ(claimed->elements, 1u);
+  // Ends the lease and reclaims in one transaction, so no heartbeat can come in between.
+  ASSERT_EQ(redis_.Command({"MULTI"})->type, REDIS_REPLY_STATUS);
+  redis_.Command({"ZADD", keys().Leases("stolen"), "XX", "1", id});
+  redis_.Command(internal::fn::Reclaim(kNs, "stolen", 10, 50, 200, 7, "test-reaper"));
+  auto exec = redis_.Command({"EXEC"});
+  ASSERT_EQ(exec->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(exec->elements, 2u);
+  ASSERT_EQ(exec->element[1]->type, REDIS_REPLY_ARRAY);
+  EXPECT_EQ(exec->element[1]->element[0]->integer, 1);  // reclaimed
   ASSERT_TRUE(WaitUntil([&] { return saw_cancel.load(); }, 3s));
+  nlohmann::json errors = Errors(id);
+  ASSERT_EQ(errors.size(), 1u) << errors.dump();
+  EXPECT_EQ(errors[0]["kind"], "lease_expired");
+  EXPECT_EQ(errors[0]["worker"], worker.consumer_name());
   worker.Stop();
 }
 

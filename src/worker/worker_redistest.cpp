@@ -41,22 +41,23 @@ TEST_F(WorkerTest, RunsTasksAndAcksThem) {
   ASSERT_TRUE(WaitUntil([&] { return worker.stats().succeeded == 50; }));
   for (const std::string& id : ids) {
     ASSERT_TRUE(IsDone(id)) << id;
-    EXPECT_EQ(DoneMarker(id)["state"], "done");
-    EXPECT_EQ(DoneMarker(id)["attempts"], 1);
-    EXPECT_EQ(DoneMarker(id)["worker"], worker.consumer_name());
+    std::optional<Finish> finish = DoneBy(id);
+    ASSERT_TRUE(finish.has_value()) << id;
+    EXPECT_EQ(finish->attempts, 1);
+    EXPECT_EQ(finish->worker, worker.consumer_name());
   }
   EXPECT_TRUE(payload_ok);
   EXPECT_EQ(seen.size(), 50u);
   EXPECT_EQ(redis_.Integer({"HLEN", keys().Tasks()}), 0);  // records gone
   EXPECT_EQ(StreamLength("echo"), 0);
   EXPECT_EQ(Pending("echo"), 0);
+  EXPECT_EQ(redis_.Integer({"ZCARD", keys().Leases("echo")}), 0);  // every lease released
   worker.Stop();
   WorkerStats s = worker.stats();
   EXPECT_EQ(s.failed, 0u);
   EXPECT_EQ(s.malformed, 0u);
-  // The worker made its type discoverable.
-  EXPECT_EQ(redis_.Integer({"SISMEMBER", "baton:namespaces", kNs}), 1);
-  EXPECT_EQ(redis_.Integer({"SISMEMBER", keys().Types(), "echo"}), 1);
+  // The worker registered its namespace (a convenience for the CLI).
+  EXPECT_EQ(redis_.Integer({"SISMEMBER", std::string(internal::Keys::kNamespaces), kNs}), 1);
 }
 
 TEST_F(WorkerTest, ConsumerNameHasServiceHostPidAndRandomSuffix) {
@@ -88,7 +89,8 @@ TEST_F(WorkerTest, RetriesThenSucceeds) {
   ASSERT_TRUE(worker.Start().ok());
   std::string id = Enqueue("flaky", {{"x", 1}});
   ASSERT_TRUE(WaitUntil([&] { return IsDone(id); }));
-  EXPECT_EQ(DoneMarker(id)["attempts"], 3);
+  ASSERT_TRUE(DoneBy(id).has_value());
+  EXPECT_EQ(DoneBy(id)->attempts, 3);
   ASSERT_TRUE(WaitUntil([&] { return worker.stats().succeeded == 1; }));
   EXPECT_EQ(worker.stats().failed, 2u);
   EXPECT_EQ(worker.stats().dead, 0u);
@@ -166,7 +168,7 @@ TEST_F(WorkerTest, MalformedEntriesGoToTheDeadLetterQueue) {
                   .ok());
   // Written before the worker starts: it must not see an entry before its record exists.
   const std::string stream = keys().Stream("m");
-  // 1. Missing fields, and no task record: baton_dequeue buries it.
+  // 1. Missing fields, and no task record: baton_v2_dequeue buries it.
   auto r1 = redis_.Command({"XADD", stream, "*", "id", "raw-1", "payload", "{}"});
   ASSERT_EQ(r1->type, REDIS_REPLY_STRING);
   // 2. and 3. All fields and a record, but a payload that is not a JSON object: the worker's
@@ -238,16 +240,17 @@ TEST_F(WorkerTest, StopAfterGraceCancelsAndLeavesTheTaskToTheLease) {
   std::atomic<bool> running{false};
   WorkerOptions o = Options();
   o.shutdown_grace = 200ms;
-  o.lease = 5s;
   Worker worker(o);
   ASSERT_TRUE(worker
-                  .Register(kNs, "long",
-                            [&](TaskContext& ctx) {
-                              running = true;
-                              while (!ctx.cancelled()) std::this_thread::sleep_for(5ms);
-                              saw_cancel = true;
-                              return Status(StatusCode::kCancelled, "stopped");
-                            })
+                  .Register(
+                      kNs, "long",
+                      [&](TaskContext& ctx) {
+                        running = true;
+                        while (!ctx.cancelled()) std::this_thread::sleep_for(5ms);
+                        saw_cancel = true;
+                        return Status(StatusCode::kCancelled, "stopped");
+                      },
+                      FastRetry(0, 5000))
                   .ok());
   std::string id = Enqueue("long", {});
   ASSERT_TRUE(worker.Start().ok());
@@ -259,6 +262,7 @@ TEST_F(WorkerTest, StopAfterGraceCancelsAndLeavesTheTaskToTheLease) {
   // Not acked and not failed: still leased to this consumer until the lease runs out.
   EXPECT_FALSE(IsDone(id));
   EXPECT_EQ(Pending("long"), 1);
+  EXPECT_GT(LeaseDeadline("long", id), RedisNowMs());
   EXPECT_EQ(Errors(id).size(), 0u);
 }
 
@@ -287,32 +291,32 @@ TEST_F(WorkerTest, DelayedTaskRunsAfterItsDelayThroughTheInProcessPromoter) {
 }
 
 TEST_F(WorkerTest, HeartbeatsKeepALongTaskLeased) {
-  WorkerOptions o = Options();
-  o.lease = 300ms;  // the task runs 4 leases long; the in-process reaper runs every 50 ms
+  // The task runs 2.5 leases long (the shortest lease there is); the worker's own maintenance
+  // reclaims every lease that ends, so only the heartbeats keep this one.
   std::atomic<int> runs{0};
-  Worker worker(o);
+  Worker worker(Options());
   ASSERT_TRUE(worker
                   .Register(
                       kNs, "long",
                       [&](TaskContext& ctx) {
                         ++runs;
-                        std::this_thread::sleep_for(1200ms);
+                        std::this_thread::sleep_for(2500ms);
                         return ctx.cancelled() ? Status::Internal("lease lost") : Status::Ok();
                       },
-                      FastRetry())
+                      FastRetry(0, 1000))
                   .ok());
   ASSERT_TRUE(worker.Start().ok());
   std::string id = Enqueue("long", {});
-  ASSERT_TRUE(WaitUntil([&] { return IsDone(id); }, 5s));
+  ASSERT_TRUE(WaitUntil([&] { return IsDone(id); }, 6s));
   EXPECT_EQ(runs, 1);
-  EXPECT_EQ(DoneMarker(id)["attempts"], 1);
+  ASSERT_TRUE(DoneBy(id).has_value());
+  EXPECT_EQ(DoneBy(id)->attempts, 1);
+  EXPECT_EQ(Errors(id).size(), 0u);
 }
 
 TEST_F(WorkerTest, SurvivesConnectionLossAndStillAcksEverything) {
   std::atomic<int> runs{0};
-  WorkerOptions o = Options();
-  o.lease = 3s;  // the kills must not cost any lease
-  Worker worker(o);
+  Worker worker(Options());
   ASSERT_TRUE(worker
                   .Register(
                       kNs, "net",
@@ -321,14 +325,14 @@ TEST_F(WorkerTest, SurvivesConnectionLossAndStillAcksEverything) {
                         std::this_thread::sleep_for(50ms);
                         return Status::Ok();
                       },
-                      FastRetry(4))
+                      FastRetry(4, 3000))  // the kills must not cost any lease
                   .ok());
   std::vector<std::string> ids;
   for (int i = 0; i < 40; ++i) ids.push_back(Enqueue("net", {{"i", i}}));
   ASSERT_TRUE(worker.Start().ok());
   ASSERT_TRUE(WaitUntil([&] { return runs >= 4; }));
   for (int i = 0; i < 3; ++i) {
-    // Drops every connection but the test's own: fetcher, heartbeat, promoter, reaper, subscriber.
+    // Drops every connection but the test's own: fetcher, heartbeat, maintenance.
     redis_.Command({"CLIENT", "KILL", "TYPE", "normal"});
     redis_.Command({"CLIENT", "KILL", "TYPE", "pubsub"});
     std::this_thread::sleep_for(150ms);

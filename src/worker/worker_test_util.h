@@ -5,10 +5,14 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "baton/client.h"
 #include "baton/worker.h"
@@ -41,22 +45,25 @@ class WorkerTest : public ::testing::Test {
     client_ = std::move(*client);
   }
 
-  // Small leases and short blocks keep the tests quick.
+  // Short blocks keep the tests quick. No batond runs in these tests: the worker's own
+  // maintenance promotes retries and delayed tasks and reclaims expired leases (tests about the
+  // worker without it turn it off).
   WorkerOptions Options() const {
     WorkerOptions o;
     o.redis_url = redis_.url();
-    o.lease = std::chrono::milliseconds(500);
     o.block = std::chrono::milliseconds(200);
-    o.maintenance_interval = std::chrono::milliseconds(50);
+    o.maintenance = true;
     o.shutdown_grace = std::chrono::milliseconds(2000);
     return o;
   }
 
-  static TypeOptions FastRetry(int concurrency = 0) {
+  // Short retry delays; lease_ms 0 is the namespace's lease (30 s unless configured).
+  static TypeOptions FastRetry(int concurrency = 0, std::int64_t lease_ms = 0) {
     TypeOptions t;
     t.concurrency = concurrency;
     t.retry.base = std::chrono::milliseconds(50);
     t.retry.max = std::chrono::milliseconds(200);
+    t.lease_ms = lease_ms;
     return t;
   }
 
@@ -73,9 +80,56 @@ class WorkerTest : public ::testing::Test {
   }
 
   internal::Keys keys() const { return internal::Keys(kNs); }
-  bool IsDone(const std::string& id) { return redis_.Integer({"EXISTS", keys().Done(id)}) == 1; }
-  nlohmann::json DoneMarker(const std::string& id) {
-    return nlohmann::json::parse(redis_.String({"GET", keys().Done(id)}));
+  // The final state of a task: "" while it is live, else "done" or the state `ended` records
+  // (cancelled, deleted, dropped).
+  std::string FinalState(const std::string& id) {
+    if (redis_.String({"ZSCORE", keys().Done(), id}).empty()) return "";
+    std::string ended = redis_.String({"HGET", keys().Ended(), id});
+    return ended.empty() ? "done" : ended.substr(0, ended.find('|'));
+  }
+  bool IsDone(const std::string& id) { return FinalState(id) == "done"; }
+
+  // The namespace's events stream, one field -> value map per entry, oldest first.
+  std::vector<std::map<std::string, std::string>> Events() {
+    std::vector<std::map<std::string, std::string>> out;
+    auto r = redis_.Command({"XRANGE", keys().Events(), "-", "+"});
+    for (std::size_t i = 0; i < r->elements; ++i) {
+      const redisReply* fields = r->element[i]->element[1];
+      std::map<std::string, std::string> entry;
+      for (std::size_t f = 0; f + 1 < fields->elements; f += 2) {
+        entry[fields->element[f]->str] = fields->element[f + 1]->str;
+      }
+      out.push_back(std::move(entry));
+    }
+    return out;
+  }
+  // Who finished a done task and after how many attempts, as its `-> done` event says.
+  struct Finish {
+    std::string worker;
+    int attempts = 0;
+  };
+  std::optional<Finish> DoneBy(const std::string& id) {
+    for (const auto& e : Events()) {
+      if (e.count("to") == 0 || e.at("to") != "done") continue;
+      std::istringstream ids(e.at("ids"));
+      std::istringstream attempts(e.at("attempts"));
+      std::string one;
+      int n = 0;
+      while (ids >> one && attempts >> n) {
+        if (one == id) return Finish{e.at("worker"), n};
+      }
+    }
+    return std::nullopt;
+  }
+  // The lease deadline of a task (Unix ms, Redis' clock), -1 when it holds no lease.
+  long long LeaseDeadline(const std::string& type, const std::string& id) {
+    std::string score = redis_.String({"ZSCORE", keys().Leases(type), id});
+    return score.empty() ? -1 : std::stoll(score);
+  }
+  // Redis' clock, Unix ms.
+  long long RedisNowMs() {
+    auto r = redis_.Command({"TIME"});
+    return std::stoll(r->element[0]->str) * 1000 + std::stoll(r->element[1]->str) / 1000;
   }
   // The error history of a task (an empty array when there is none).
   nlohmann::json Errors(const std::string& id) {

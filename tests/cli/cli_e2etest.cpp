@@ -1,6 +1,7 @@
 // End-to-end runs of the real `baton` binary against a real redis-server: init, enqueue and task
-// show, queues, dlq replay with an edited payload, cron (with a bad cron line), work --exec
-// (success, retry with stderr as the error, non-retryable exit, timeout) and a rescue round trip.
+// show, queues, dlq replay with an edited payload (and a refused one), namespace settings, cron
+// (with a bad cron line), work --exec (success, retry with stderr as the error, non-retryable
+// exit, timeout, the lease) and a rescue round trip.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "baton/inspector.h"
+#include "broker/functions.h"
 #include "core/keys.h"
 #include "harness/process.h"
 #include "harness/redis_server.h"
@@ -102,9 +104,11 @@ class CliTest : public ::testing::Test {
     return r;
   }
 
-  // A long-running `baton work ...` (stdout and stderr to a log file).
+  // A long-running `baton work --maintenance ...` (stdout and stderr to a log file). No batond
+  // runs in these tests, so the worker promotes retries and reclaims leases itself.
   std::unique_ptr<Process> StartWorker(std::vector<std::string> args, const std::string& log) {
-    std::vector<std::string> argv = {BATON_CLI_PATH, "--redis", redis_.url(), "work"};
+    std::vector<std::string> argv = {BATON_CLI_PATH, "--redis", redis_.url(), "work",
+                                     "--maintenance"};
     argv.insert(argv.end(), args.begin(), args.end());
     return std::make_unique<Process>(argv, dir_.path() + "/" + log);
   }
@@ -140,15 +144,30 @@ class CliTest : public ::testing::Test {
     return t.ok() ? std::string(TaskStateName(t->state)) : t.status().ToString();
   }
 
-  // Dequeues `count` tasks for `consumer` of `group` with FCALL (a worker that never acks).
+  // Dequeues `count` tasks for `consumer` of `group` (a worker that never acks), leased for 10 min.
   void Hold(const std::string& type, const std::string& group, const std::string& consumer,
             int count) {
-    internal::Keys k(kNs);
-    auto r = redis_.Command({"FCALL", "baton_dequeue", "6", k.Stream(type), k.Tasks(), k.Events(),
-                             k.Bodies(), k.Errors(), k.Dead(type), group, consumer,
-                             std::to_string(count), "100000"});
-    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+    auto r = redis_.Command(
+        internal::fn::Dequeue(kNs, type, group, consumer, static_cast<std::size_t>(count), 600000));
+    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY) << (r->str != nullptr ? r->str : "");
     ASSERT_EQ(r->element[0]->elements, static_cast<std::size_t>(9 * count));
+  }
+
+  // Fails the held task `id` with kind "error" (it dies when max_retry is 0).
+  std::string FailHeld(const std::string& type, const std::string& id, const std::string& error) {
+    internal::fn::FailArgs args;
+    args.group = "g";
+    args.consumer = "c1";
+    args.id = id;
+    std::string sid = Task(id)["stream_id"];
+    args.sid = sid;
+    args.kind = "error";
+    args.message = error;
+    args.base_ms = 2000;
+    args.max_ms = 600000;
+    auto failed = redis_.Command(internal::fn::Fail(kNs, type, args));
+    EXPECT_EQ(failed->type, REDIS_REPLY_ARRAY);
+    return failed->type == REDIS_REPLY_ARRAY ? failed->element[0]->str : "";
   }
 
   RedisServer redis_;
@@ -164,10 +183,10 @@ TEST_F(CliTest, InitLoadsTheLibraryAndEnqueueNeedsIt) {
 
   CliResult init = Run({"init"});
   EXPECT_EQ(init.exit_code, 0) << init.err;
-  EXPECT_NE(init.out.find("version 1 loaded (was: none)"), std::string::npos) << init.out;
+  EXPECT_NE(init.out.find("version 2 loaded (was: none)"), std::string::npos) << init.out;
   CliResult again = Run({"init", "--json"});
-  EXPECT_EQ(again.Json()["version"], "1");
-  EXPECT_EQ(again.Json()["previous"], "1");
+  EXPECT_EQ(again.Json()["version"], "2");
+  EXPECT_EQ(again.Json()["previous"], "2");
   EXPECT_EQ(Run({"init", "--check"}).exit_code, 0);
 }
 
@@ -263,31 +282,8 @@ TEST_F(CliTest, QueuesJson) {
 TEST_F(CliTest, DlqReplayWithAnEditedPayload) {
   std::string id =
       EnqueueId({"--type", "mail", "--payload", R"({"to":"nobody"})", "--max-retry", "0"});
-  internal::Keys k(kNs);
   Hold("mail", "g", "c1", 1);
-  std::string sid = Task(id)["stream_id"];
-  auto failed = redis_.Command({"FCALL",
-                                "baton_fail",
-                                "7",
-                                k.Stream("mail"),
-                                k.Scheduled("mail"),
-                                k.Dead("mail"),
-                                k.Tasks(),
-                                k.Bodies(),
-                                k.Errors(),
-                                k.Events(),
-                                "g",
-                                id,
-                                sid,
-                                "c1",
-                                "error",
-                                "no such mailbox",
-                                "",
-                                "2000",
-                                "600000",
-                                "0",
-                                "100000"});
-  ASSERT_EQ(std::string(failed->element[0]->str), "dead");
+  ASSERT_EQ(FailHeld("mail", id, "no such mailbox"), "dead");
 
   CliResult list = Run({"dlq", "list", "--ns", kNs, "--json"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
@@ -317,6 +313,95 @@ TEST_F(CliTest, DlqReplayWithAnEditedPayload) {
   // Not dead any more.
   EXPECT_EQ(Run({"dlq", "replay", id, "--ns", kNs}).exit_code, 4);
   EXPECT_EQ(Run({"dlq", "delete", "ghost", "--ns", kNs}).exit_code, 3);
+}
+
+TEST_F(CliTest, DlqReplayOfABodyThatCannotBecomeATaskIsRefused) {
+  std::string id = EnqueueId({"--type", "mail", "--max-retry", "0"});
+  Hold("mail", "g", "c1", 1);
+  ASSERT_EQ(FailHeld("mail", id, "boom"), "dead");
+  internal::Keys k(kNs);
+  json body = json::parse(redis_.String({"HGET", k.Bodies(), id}));
+  body["payload"] = "not json";
+  redis_.Command({"HSET", k.Bodies(), id, body.dump()});
+
+  CliResult refused = Run({"dlq", "replay", id, "--ns", kNs});
+  EXPECT_EQ(refused.exit_code, 4);
+  EXPECT_NE(refused.err.find("baton dlq replay: conflict: cannot replay " + id), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("replay it with a corrected --payload"), std::string::npos)
+      << refused.err;
+  CliResult as_json = Run({"dlq", "replay", id, "--ns", kNs, "--json"});
+  EXPECT_EQ(as_json.Json()["error"]["code"], "conflict");
+  EXPECT_EQ(as_json.Json()["error"]["exit_code"], 4);
+  EXPECT_NE(as_json.Json()["error"]["hint"].get<std::string>().find("baton dlq show " + id),
+            std::string::npos);
+  EXPECT_EQ(Task(id)["state"], "dead");
+
+  CliResult fixed = Run({"dlq", "replay", id, "--ns", kNs, "--payload", R"({"ok":1})"});
+  EXPECT_EQ(fixed.exit_code, 0) << fixed.err;
+  EXPECT_EQ(Task(id)["state"], "queued");
+}
+
+TEST_F(CliTest, ConfigGetAndSetNamespaceSettings) {
+  CliResult get = Run({"config", "get", kNs, "--json"});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  json settings = get.Json()["settings"];
+  EXPECT_EQ(settings["lease_ms"], 30000);
+  EXPECT_EQ(settings["events_maxlen"], 100000);
+  EXPECT_EQ(settings["done_retention_s"], 86400);
+  EXPECT_EQ(settings["dlq_max"], 100000);
+  EXPECT_EQ(settings["dlq_retention_s"], 2592000);
+  EXPECT_EQ(get.Json()["defaults"], settings);
+
+  CliResult set = Run({"config", "set", kNs, "lease_ms", "60000", "dlq_max", "10", "--json"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(set.Json()["settings"]["lease_ms"], 60000);
+  EXPECT_EQ(set.Json()["settings"]["dlq_max"], 10);
+  EXPECT_EQ(redis_.String({"HGET", internal::Keys(kNs).Config(), "lease_ms"}), "60000");
+
+  CliResult text = Run({"config", "get", kNs});
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("lease_ms"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("60000"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(default)"), std::string::npos) << text.out;
+
+  // Out of range: the usual error line, nothing written (all or nothing).
+  CliResult bad = Run({"config", "set", kNs, "dlq_max", "20", "lease_ms", "5"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("baton config set: invalid_argument:"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("lease_ms: must be an integer 1000..86400000"), std::string::npos)
+      << bad.err;
+  EXPECT_EQ(Run({"config", "get", kNs, "--json"}).Json()["settings"]["dlq_max"], 10);
+  CliResult unknown = Run({"config", "set", kNs, "nope", "1", "--json"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.Json()["error"]["code"], "invalid_argument");
+  EXPECT_NE(unknown.Json()["error"]["message"].get<std::string>().find("nope: is not a setting"),
+            std::string::npos);
+
+  // '' goes back to the default; a setting without a value is a usage error.
+  CliResult reset = Run({"config", "set", kNs, "lease_ms", "", "--json"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  EXPECT_EQ(reset.Json()["settings"]["lease_ms"], 30000);
+  EXPECT_EQ(Run({"config", "set", kNs, "lease_ms"}).exit_code, 2);
+  EXPECT_EQ(Run({"config", "get"}).exit_code, 2);
+  EXPECT_EQ(Run({"config", "get", "bad ns"}).exit_code, 1);
+
+  // baton work takes 0 (the namespace's lease) or 1000..86400000 ms.
+  EXPECT_EQ(
+      Run({"work", "--ns", kNs, "--type", "t", "--exec", "true", "--lease-ms", "500"}).exit_code,
+      2);
+
+  // The namespace's lease is the one a worker without --lease-ms gets.
+  Run({"config", "set", kNs, "lease_ms", "45000"});
+  std::string id = EnqueueId({"--type", "leased"});
+  auto before = redis_.Command({"TIME"});
+  long long now_ms = std::stoll(before->element[0]->str) * 1000;
+  auto r = redis_.Command(internal::fn::Dequeue(kNs, "leased", "g", "c1", 1, 0));
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  json task = Task(id);
+  ASSERT_TRUE(task["lease_deadline_ms"].is_number()) << task;
+  EXPECT_GE(task["lease_deadline_ms"].get<long long>(), now_ms + 44000);
+  EXPECT_LE(task["lease_deadline_ms"].get<long long>(), now_ms + 47000);
 }
 
 TEST_F(CliTest, CronAddListNextRemove) {

@@ -1,222 +1,19 @@
 // Real batond processes against real redis-servers: delayed tasks on time, retries on their
 // backoff, several instances without double promotion or double cron ticks, an instance killed,
-// leases of a killed worker taken back, the health endpoint, shutdown, Redis restarts.
-#include <baton/client.h>
-#include <gtest/gtest.h>
+// the health endpoint (Redis down, functions library gone), shutdown, structured logs (outages
+// included), Redis restarts. Leases and namespace discovery: batond_discovery_e2etest.cpp.
 #include <httplib.h>
 #include <signal.h>
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cstdio>
-#include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
-#include <string>
-#include <thread>
-#include <vector>
 
-#include "broker/redis_connection.h"
-#include "harness/redis_server.h"
+#include "batond_fixture.h"
 
+namespace baton::e2e {
 namespace {
 
-using namespace std::chrono;
-using baton::testing::Process;
-using baton::testing::RedisServer;
-using baton::testing::TempDir;
-
-constexpr char kNs[] = "e2e";
-const milliseconds kLateBound{250};  // generous: a loaded 2-core CI machine
-
-std::string Str(const redisReply* r) { return r->str ? std::string(r->str, r->len) : ""; }
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// One batond process with its log file.
-class Batond {
- public:
-  Batond(const std::string& redis_url, const std::string& dir, const std::string& name,
-         std::vector<std::string> extra = {})
-      : log_(dir + "/" + name + ".log") {
-    std::vector<std::string> argv = {BATOND_PATH, "--redis-url", redis_url, "--instance",
-                                     name,        "--log-level", "debug"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    process_ = std::make_unique<Process>(argv, log_);
-  }
-
-  // Waits until the log contains `text`; false on timeout or when the process exited.
-  bool WaitForLog(const std::string& text, milliseconds timeout = seconds(15)) {
-    auto deadline = steady_clock::now() + timeout;
-    while (steady_clock::now() < deadline) {
-      if (Log().find(text) != std::string::npos) return true;
-      if (!process_->Running()) return Log().find(text) != std::string::npos;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return false;
-  }
-  bool WaitRunning() { return WaitForLog("msg=\"batond running\""); }
-
-  std::string Log() const { return ReadFile(log_); }
-  Process& process() { return *process_; }
-
- private:
-  std::string log_;
-  std::unique_ptr<Process> process_;
-};
-
-struct StreamEntry {
-  std::string sid;
-  std::int64_t ms = 0;  // the entry id's time: when it was added (Redis clock)
-  std::map<std::string, std::string> fields;
-};
-
-class BatondTest : public ::testing::Test {
- protected:
-  void SetUp() override { redis_.LoadFunctions(); }
-
-  std::unique_ptr<baton::Client> Connect() {
-    baton::ClientOptions o;
-    o.redis_url = redis_.url();
-    auto client = baton::Client::Connect(o);
-    EXPECT_TRUE(client.ok()) << client.status().ToString();
-    return client.ok() ? std::move(*client) : nullptr;
-  }
-
-  std::vector<StreamEntry> Stream(const std::string& type) {
-    std::vector<StreamEntry> out;
-    auto reply =
-        redis_.Command({"XRANGE", "baton:{" + std::string(kNs) + "}:stream:" + type, "-", "+"});
-    for (std::size_t i = 0; i < reply->elements; ++i) {
-      StreamEntry e;
-      e.sid = Str(reply->element[i]->element[0]);
-      e.ms = std::stoll(e.sid.substr(0, e.sid.find('-')));
-      redisReply* kv = reply->element[i]->element[1];
-      for (std::size_t j = 0; j + 1 < kv->elements; j += 2) {
-        e.fields[Str(kv->element[j])] = Str(kv->element[j + 1]);
-      }
-      out.push_back(std::move(e));
-    }
-    return out;
-  }
-
-  long long StreamLength(const std::string& type) {
-    return redis_.Integer({"XLEN", "baton:{" + std::string(kNs) + "}:stream:" + type});
-  }
-
-  // Waits until the stream of `type` holds at least `n` entries.
-  bool WaitForStreamLength(const std::string& type, long long n, milliseconds timeout) {
-    auto deadline = steady_clock::now() + timeout;
-    while (steady_clock::now() < deadline) {
-      if (StreamLength(type) >= n) return true;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return StreamLength(type) >= n;
-  }
-
-  std::int64_t ServerMs() {
-    auto r = redis_.Command({"TIME"});
-    return std::stoll(Str(r->element[0])) * 1000 + std::stoll(Str(r->element[1])) / 1000;
-  }
-
-  // Enqueues one task due at `run_at`; returns its id and due time (ms, Redis clock).
-  std::pair<std::string, std::int64_t> EnqueueAt(baton::Client& client, const std::string& type,
-                                                 system_clock::time_point run_at) {
-    baton::TaskRequest req;
-    req.ns = kNs;
-    req.task_type = type;
-    req.options.run_at = run_at;
-    auto r = client.Enqueue(req);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    if (!r.ok()) return {};
-    EXPECT_EQ(r->outcome, baton::EnqueueOutcome::kScheduled);
-    return {r->task_id, r->due_ms};
-  }
-
-  // Lateness of every entry of `type` whose task id is in `due` (entry time - due time), sorted.
-  std::vector<std::int64_t> Lateness(const std::string& type,
-                                     const std::map<std::string, std::int64_t>& due) {
-    std::vector<std::int64_t> late;
-    for (const StreamEntry& e : Stream(type)) {
-      auto it = due.find(e.fields.at("id"));
-      if (it != due.end()) late.push_back(e.ms - it->second);
-    }
-    std::sort(late.begin(), late.end());
-    return late;
-  }
-
-  static void PrintLateness(const char* what, const std::vector<std::int64_t>& late) {
-    if (late.empty()) return;
-    std::printf("%s: %zu tasks, lateness p50 %lld ms, p99 %lld ms, max %lld ms\n", what,
-                late.size(), static_cast<long long>(late[late.size() / 2]),
-                static_cast<long long>(late[late.size() * 99 / 100]),
-                static_cast<long long>(late.back()));
-  }
-
-  // FCALL baton_dequeue for one consumer: [SID, id] of the first delivered entry, or empty.
-  std::pair<std::string, std::string> Dequeue(const std::string& type, const std::string& group,
-                                              const std::string& consumer) {
-    const std::string p = "baton:{" + std::string(kNs) + "}:";
-    auto r = redis_.Command({"FCALL", "baton_dequeue", "6", p + "stream:" + type, p + "tasks",
-                             p + "events", p + "bodies", p + "errors", p + "dead:" + type, group,
-                             consumer, "1", "100000"});
-    EXPECT_EQ(r->type, REDIS_REPLY_ARRAY) << Str(r.get());
-    if (r->type != REDIS_REPLY_ARRAY || r->element[0]->elements < 9) return {};
-    return {Str(r->element[0]->element[0]), Str(r->element[0]->element[1])};
-  }
-
-  // FCALL baton_fail with no jitter: returns [outcome, due_ms].
-  std::pair<std::string, std::int64_t> Fail(const std::string& type, const std::string& group,
-                                            const std::string& consumer, const std::string& sid,
-                                            const std::string& id, int base_ms) {
-    const std::string p = "baton:{" + std::string(kNs) + "}:";
-    auto r = redis_.Command({"FCALL",
-                             "baton_fail",
-                             "7",
-                             p + "stream:" + type,
-                             p + "scheduled:" + type,
-                             p + "dead:" + type,
-                             p + "tasks",
-                             p + "bodies",
-                             p + "errors",
-                             p + "events",
-                             group,
-                             id,
-                             sid,
-                             consumer,
-                             "error",
-                             "boom",
-                             "",
-                             std::to_string(base_ms),
-                             "600000",
-                             "0",
-                             "100000"});
-    EXPECT_EQ(r->type, REDIS_REPLY_ARRAY) << Str(r.get());
-    if (r->type != REDIS_REPLY_ARRAY) return {};
-    auto due = r->element[1]->type == REDIS_REPLY_INTEGER ? r->element[1]->integer
-                                                          : std::stoll(Str(r->element[1]));
-    return {Str(r->element[0]), due};
-  }
-
-  std::string Record(const std::string& id) {
-    return redis_.String({"HGET", "baton:{" + std::string(kNs) + "}:tasks", id});
-  }
-
-  RedisServer redis_;
-  TempDir dir_;
-};
-
-// The timing tests create their task type before batond starts: a promoter that has never seen
-// any type ignores wake-up messages until its next periodic pass (reported to the promoter's
-// owner: Promoter::Loop plans with now_ms = 0 after a pass over no types).
 TEST_F(BatondTest, DelayedTasksFireOnTime) {
   auto client = Connect();
   ASSERT_NE(client, nullptr);
@@ -227,8 +24,9 @@ TEST_F(BatondTest, DelayedTasksFireOnTime) {
 
   std::map<std::string, std::int64_t> due;
   std::this_thread::sleep_for(milliseconds(150));
-  // ...then earlier ones, each announced on baton:wakeup, in descending order so that every one
-  // becomes the new earliest. Without the wake-up they would fire up to a second late.
+  // ...then earlier ones, each announced on baton:v2:wakeup, in descending order so that every one
+  // becomes the new earliest. Without the wake-up they would fire up to 30 s late (the promoter
+  // does not poll).
   const auto base = system_clock::now() + milliseconds(400);
   for (int i = 39; i >= 0; --i) {
     auto [id, due_ms] = EnqueueAt(*client, "mail", base + milliseconds(i * 50));
@@ -258,10 +56,10 @@ TEST_F(BatondTest, RetriesFollowTheBackoff) {
   ASSERT_TRUE(batond.WaitRunning()) << batond.Log();
 
   for (int attempt = 1; attempt <= 3; ++attempt) {
-    auto [sid, got] = Dequeue("job", "g", "w1");
-    ASSERT_EQ(got, id) << "attempt " << attempt;
+    fn::HeldTask held = Dequeue("job", "g", "w1");
+    ASSERT_EQ(held.id, id) << "attempt " << attempt;
     const std::int64_t before = ServerMs();
-    auto [outcome, due_ms] = Fail("job", "g", "w1", sid, id, 200);
+    auto [outcome, due_ms] = Fail("job", "g", "w1", held, 200);
     const std::int64_t after = ServerMs();
     ASSERT_EQ(outcome, "retry");
     // No jitter: the delay is exactly base * 2^(n-1).
@@ -322,7 +120,7 @@ TEST_F(BatondTest, TwoInstancesNeverDoublePromote) {
   for (const StreamEntry& e : entries) ids.insert(e.fields.at("id"));
   EXPECT_EQ(entries.size(), 1000u);
   EXPECT_EQ(ids.size(), 1000u);
-  EXPECT_EQ(redis_.Integer({"ZCARD", "baton:{e2e}:scheduled:bulk"}), 0);
+  EXPECT_EQ(redis_.Integer({"ZCARD", Keys(kNs).Scheduled("bulk")}), 0);
   std::vector<std::int64_t> late = Lateness("bulk", due);
   PrintLateness("1000 tasks, two batond", late);
   EXPECT_LT(late.back(), 1000);  // a burst of 1000: loose bound, precision is measured in bench/
@@ -335,11 +133,11 @@ TEST_F(BatondTest, TwoInstancesNeverDoubleFireCron) {
   Batond b2(redis_.url(), dir_.path(), "b2");
   ASSERT_TRUE(b1.WaitRunning()) << b1.Log();
   ASSERT_TRUE(b2.WaitRunning()) << b2.Log();
-  redis_.Command({"HSET", "baton:cron", "every-second",
+  redis_.Command({"HSET", std::string(Keys::kCron), "every-second",
                   R"({"schedule":"* * * * * *","namespace":"e2e","task_type":"tick"})"});
   redis_.Command({"PUBLISH", "baton:cron:changed", "every-second"});
   std::this_thread::sleep_for(milliseconds(3500));
-  redis_.Command({"HDEL", "baton:cron", "every-second"});
+  redis_.Command({"HDEL", std::string(Keys::kCron), "every-second"});
   redis_.Command({"PUBLISH", "baton:cron:changed", "every-second"});
   std::this_thread::sleep_for(milliseconds(1500));
 
@@ -360,7 +158,7 @@ TEST_F(BatondTest, TwoInstancesNeverDoubleFireCron) {
     EXPECT_EQ(*ticks.rbegin() - *ticks.begin() + 1, static_cast<std::int64_t>(ticks.size()));
   }
   // The shared state points at the last tick.
-  EXPECT_EQ(redis_.String({"HGET", "baton:cron:state", "every-second"}),
+  EXPECT_EQ(redis_.String({"HGET", std::string(Keys::kCronState), "every-second"}),
             std::to_string(*ticks.rbegin()));
 }
 
@@ -389,70 +187,6 @@ TEST_F(BatondTest, KillingOneInstanceChangesNothing) {
   EXPECT_TRUE(b2.process().Running());
 }
 
-TEST_F(BatondTest, ReclaimsTheTaskOfAKilledWorkerAndSparesALiveOne) {
-  Batond batond(redis_.url(), dir_.path(), "b1",
-                {"--lease-ms", "1000", "--reaper-interval-ms", "100", "--retry-base-ms", "100",
-                 "--retry-max-ms", "100"});
-  ASSERT_TRUE(batond.WaitRunning()) << batond.Log();
-  auto client = Connect();
-  ASSERT_NE(client, nullptr);
-  baton::TaskRequest req;
-  req.ns = kNs;
-  req.task_type = "work";
-  auto t1 = client->Enqueue(req);
-  auto t2 = client->Enqueue(req);
-  ASSERT_TRUE(t1.ok() && t2.ok());
-
-  // "crashed" takes t1 and never acks nor heartbeats (a killed worker's pending entry).
-  auto [crashed_sid, crashed_id] = Dequeue("work", "g", "crashed");
-  ASSERT_EQ(crashed_id, t1->task_id);
-  // "alive" takes t2 and heartbeats every 200 ms.
-  auto [alive_sid, alive_id] = Dequeue("work", "g", "alive");
-  ASSERT_EQ(alive_id, t2->task_id);
-  std::atomic<bool> beating{true};
-  std::thread heartbeat([&, sid = alive_sid] {
-    RedisServer* redis = &redis_;
-    baton::internal::RedisEndpoint ep;
-    ep.port = redis->port();
-    auto conn = baton::internal::RedisConnection::Open(ep);
-    ASSERT_TRUE(conn.ok());
-    while (beating) {
-      auto r = (*conn)->Command(
-          {"FCALL", "baton_extend", "1", "baton:{e2e}:stream:work", "g", "alive", sid});
-      EXPECT_TRUE(r.ok());
-      std::this_thread::sleep_for(milliseconds(200));
-    }
-  });
-
-  // t1 is taken back after the lease, counted as a failed attempt, and retried.
-  auto deadline = steady_clock::now() + seconds(15);
-  bool retried = false;
-  while (!retried && steady_clock::now() < deadline) {
-    for (const StreamEntry& e : Stream("work")) {
-      retried = retried || (e.fields.at("id") == t1->task_id && e.fields.at("attempt") == "1");
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  EXPECT_TRUE(retried) << Record(t1->task_id) << "\n" << batond.Log();
-  const std::string errors = redis_.String({"HGET", "baton:{e2e}:errors", t1->task_id});
-  ASSERT_FALSE(errors.empty());
-  auto attempts = nlohmann::json::parse(errors);
-  ASSERT_EQ(attempts.size(), 1u);
-  EXPECT_EQ(attempts[0]["kind"], "lease_expired");
-  EXPECT_NE(attempts[0]["error"].get<std::string>().find("crashed"), std::string::npos);
-
-  // Well past the lease, the heartbeating worker still holds t2.
-  std::this_thread::sleep_for(milliseconds(1500));
-  beating = false;
-  heartbeat.join();
-  EXPECT_EQ(redis_.String({"HGET", "baton:{e2e}:errors", t2->task_id}), "");
-  auto pending =
-      redis_.Command({"XPENDING", "baton:{e2e}:stream:work", "g", "-", "+", "10", "alive"});
-  ASSERT_EQ(pending->elements, 1u);
-  EXPECT_EQ(Str(pending->element[0]->element[0]), alive_sid);
-  EXPECT_TRUE(batond.WaitForLog("tasks taken back", seconds(1))) << batond.Log();
-}
-
 TEST_F(BatondTest, HealthEndpointFollowsRedis) {
   const int port = baton::testing::FreeLoopbackPort();
   Batond batond(redis_.url(), dir_.path(), "b1", {"--health", "127.0.0.1:" + std::to_string(port)});
@@ -466,6 +200,7 @@ TEST_F(BatondTest, HealthEndpointFollowsRedis) {
   EXPECT_EQ(body["status"], "ok");
   EXPECT_EQ(body["redis"], "up");
   EXPECT_EQ(body["instance"], "b1");
+  EXPECT_EQ(body["functions"], "ok");
   EXPECT_EQ(body["components"]["promoter"], "running");
 
   redis_.Kill();
@@ -478,6 +213,50 @@ TEST_F(BatondTest, HealthEndpointFollowsRedis) {
   std::this_thread::sleep_for(milliseconds(1000));
   EXPECT_TRUE(batond.process().Running()) << "batond died with Redis";
   EXPECT_EQ(http.Get("/healthz")->status, 503);
+}
+
+// A Redis that lost the functions library (FUNCTION FLUSH, a restart without persistence) makes
+// every promote and reclaim fail: unhealthy, with the fix in the answer and once in the log.
+TEST_F(BatondTest, HealthEndpointReportsAMissingFunctionsLibrary) {
+  const int port = baton::testing::FreeLoopbackPort();
+  Batond batond(redis_.url(), dir_.path(), "b1", {"--health", "127.0.0.1:" + std::to_string(port)});
+  ASSERT_TRUE(batond.WaitRunning()) << batond.Log();
+  httplib::Client http("127.0.0.1", port);
+  http.set_read_timeout(5, 0);
+  ASSERT_EQ(http.Get("/healthz")->status, 200);
+
+  redis_.Command({"FUNCTION", "FLUSH"});
+  auto gone = http.Get("/healthz");
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->status, 503);
+  auto body = nlohmann::json::parse(gone->body);
+  EXPECT_EQ(body["status"], "unavailable");
+  EXPECT_EQ(body["redis"], "up");
+  EXPECT_EQ(body["functions"], "missing");
+  EXPECT_NE(body["hint"].get<std::string>().find("run `baton init`"), std::string::npos);
+  EXPECT_NE(body["error"].get<std::string>().find("version none"), std::string::npos)
+      << body.dump();
+  ASSERT_TRUE(batond.WaitForLog("functions library missing", seconds(10))) << batond.Log();
+  std::this_thread::sleep_for(milliseconds(5500));  // one more library check
+  EXPECT_EQ(Count(batond.Log(), "functions library missing"), 1u) << batond.Log();
+  EXPECT_TRUE(batond.process().Running());
+
+  redis_.LoadFunctions();
+  EXPECT_EQ(http.Get("/healthz")->status, 200);
+  EXPECT_TRUE(batond.WaitForLog("functions library is back", seconds(10))) << batond.Log();
+}
+
+// With --load-functions, batond loads the library again when it disappears.
+TEST_F(BatondTest, ReloadsALostFunctionsLibraryWhenAskedTo) {
+  Batond batond(redis_.url(), dir_.path(), "b1", {"--load-functions"});
+  ASSERT_TRUE(batond.WaitRunning()) << batond.Log();
+  redis_.Command({"FUNCTION", "FLUSH"});
+  ASSERT_TRUE(batond.WaitForLog("loaded it again", seconds(10))) << batond.Log();
+  EXPECT_EQ(redis_.String(fn::Version()), "2");
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  auto [id, due_ms] = EnqueueAt(*client, "reloaded", system_clock::now() + milliseconds(300));
+  EXPECT_TRUE(WaitForStreamLength("reloaded", 1, seconds(10))) << batond.Log();
 }
 
 TEST_F(BatondTest, SigtermStopsGracefully) {
@@ -505,6 +284,52 @@ TEST_F(BatondTest, JsonLogs) {
   EXPECT_GE(parsed, 2);
 }
 
+// The loops (promoter, reaper, subscriber, cron) log through batond's logger: with
+// --log-format json every line is a JSON object, a Redis outage included, and each component
+// reports the outage once and its recovery once, not once per retry.
+TEST_F(BatondTest, JsonLogsIncludeTheLoopsOutagesOncePerComponent) {
+  RestartableRedis redis;
+  {
+    baton::ClientOptions o;
+    o.redis_url = redis.url();
+    auto client = baton::Client::Connect(o);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    baton::TaskRequest req;
+    req.ns = kNs;
+    req.task_type = "t";
+    ASSERT_TRUE((*client)->Enqueue(req).ok());  // a type for the reaper to check every second
+  }
+  Batond batond(redis.url(), dir_.path(), "b1", {"--log-format", "json"});
+  ASSERT_TRUE(batond.WaitForLog("\"served_types\":1")) << batond.Log();
+  redis.Kill();
+  std::this_thread::sleep_for(milliseconds(4000));  // several retries of every loop
+  redis.Start();
+  ASSERT_TRUE(batond.WaitForLog("\"msg\":\"reaper recovered\"", seconds(15))) << batond.Log();
+  ASSERT_TRUE(batond.WaitForLog("\"msg\":\"subscriber recovered\"", seconds(15))) << batond.Log();
+  ASSERT_TRUE(batond.WaitForLog("\"msg\":\"cron recovered\"", seconds(15))) << batond.Log();
+  std::this_thread::sleep_for(milliseconds(500));
+  const std::string log = batond.Log();
+  std::istringstream lines(log);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto doc = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << line;
+    EXPECT_TRUE(doc.contains("ts") && doc.contains("level") && doc.contains("msg")) << line;
+  }
+  // The reaper calls Redis every second: it saw the outage. The promoter sleeps until a due time
+  // and may not have noticed it at all; never more than once.
+  for (const char* component : {"reaper", "subscriber", "cron"}) {
+    EXPECT_EQ(Count(log, "\"msg\":\"" + std::string(component) + " failed, retrying\""), 1u)
+        << component << "\n"
+        << log;
+    EXPECT_EQ(Count(log, "\"msg\":\"" + std::string(component) + " recovered\""), 1u) << component;
+  }
+  const std::size_t promoter_down = Count(log, "\"msg\":\"promoter failed, retrying\"");
+  EXPECT_LE(promoter_down, 1u);
+  EXPECT_EQ(Count(log, "\"msg\":\"promoter recovered\""), promoter_down);
+  EXPECT_EQ(log.find("baton promoter:"), std::string::npos) << "a plain-text line";
+}
+
 TEST_F(BatondTest, ServesOnlyTheConfiguredNamespaces) {
   auto client = Connect();
   ASSERT_NE(client, nullptr);
@@ -521,7 +346,8 @@ TEST_F(BatondTest, ServesOnlyTheConfiguredNamespaces) {
   ASSERT_TRUE(theirs.ok());
   ASSERT_TRUE(WaitForStreamLength("late_type", 1, seconds(10))) << batond.Log();
   std::this_thread::sleep_for(milliseconds(800));
-  EXPECT_EQ(redis_.Integer({"ZCARD", "baton:{elsewhere}:scheduled:late_type"}), 1);
+  EXPECT_EQ(redis_.Integer({"ZCARD", Keys("elsewhere").Scheduled("late_type")}), 1);
+  EXPECT_EQ(batond.Log().find("elsewhere"), std::string::npos) << batond.Log();
 }
 
 TEST_F(BatondTest, RefusesAMissingFunctionsLibraryUnlessAskedToLoadIt) {
@@ -534,43 +360,8 @@ TEST_F(BatondTest, RefusesAMissingFunctionsLibraryUnlessAskedToLoadIt) {
 
   Batond loader(bare.url(), dir_.path(), "loader", {"--load-functions"});
   ASSERT_TRUE(loader.WaitRunning()) << loader.Log();
-  EXPECT_EQ(bare.String({"FCALL_RO", "baton_version", "0"}), "1");
+  EXPECT_EQ(bare.String(fn::Version()), "2");
 }
-
-// A redis-server on a fixed port that can be stopped and started again (the harness' server
-// takes a new port every time).
-class RestartableRedis {
- public:
-  RestartableRedis() : port_(baton::testing::FreeLoopbackPort()) { Start(); }
-
-  void Start() {
-    process_ = std::make_unique<Process>(std::vector<std::string>{
-        "redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1", "--dir",
-        dir_.path(), "--save", "", "--appendonly", "no", "--logfile", dir_.path() + "/redis.log"});
-    for (int i = 0; i < 500; ++i) {
-      redisContext* c = redisConnect("127.0.0.1", port_);
-      if (c != nullptr && c->err == 0) {
-        auto* r = static_cast<redisReply*>(redisCommand(
-            c, "FUNCTION LOAD REPLACE %s", baton::testing::FunctionLibrarySource().c_str()));
-        bool ok = r != nullptr && r->type != REDIS_REPLY_ERROR;
-        if (r) freeReplyObject(r);
-        redisFree(c);
-        if (ok) return;
-      } else if (c != nullptr) {
-        redisFree(c);
-      }
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    FAIL() << "redis-server did not start on port " << port_;
-  }
-  void Kill() { process_->Kill(); }
-  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  TempDir dir_;
-  int port_;
-  std::unique_ptr<Process> process_;
-};
 
 TEST_F(BatondTest, SurvivesARedisRestart) {
   RestartableRedis redis;
@@ -592,14 +383,13 @@ TEST_F(BatondTest, SurvivesARedisRestart) {
   auto r = (*client)->Enqueue(req);
   ASSERT_TRUE(r.ok());
   // The components reconnect with backoff (at most 5 s), then promote.
-  redisContext* c =
-      redisConnect("127.0.0.1", std::stoi(redis.url().substr(redis.url().rfind(':') + 1)));
+  redisContext* c = redisConnect("127.0.0.1", redis.port());
   ASSERT_TRUE(c != nullptr && c->err == 0);
   long long len = 0;
   auto deadline = steady_clock::now() + seconds(15);
   while (len == 0 && steady_clock::now() < deadline) {
-    auto* reply =
-        static_cast<redisReply*>(redisCommand(c, "XLEN baton:{e2e}:stream:after_restart"));
+    auto* reply = static_cast<redisReply*>(
+        redisCommand(c, "XLEN %s", Keys(kNs).Stream("after_restart").c_str()));
     len = reply != nullptr ? reply->integer : 0;
     if (reply) freeReplyObject(reply);
     std::this_thread::sleep_for(milliseconds(20));
@@ -615,8 +405,8 @@ TEST_F(BatondTest, SurvivesARedisRestart) {
   len = 0;
   deadline = steady_clock::now() + seconds(15);
   while (len == 0 && steady_clock::now() < deadline) {
-    auto* reply =
-        static_cast<redisReply*>(redisCommand(c, "XLEN baton:{e2e}:stream:cron_after_restart"));
+    auto* reply = static_cast<redisReply*>(
+        redisCommand(c, "XLEN %s", Keys(kNs).Stream("cron_after_restart").c_str()));
     len = reply != nullptr ? reply->integer : 0;
     if (reply) freeReplyObject(reply);
     std::this_thread::sleep_for(milliseconds(20));
@@ -639,19 +429,20 @@ TEST_F(BatondTest, AuthenticatesAsAnAclUser) {
 
   auto [id, due_ms] = EnqueueAt(*client, "authed", system_clock::now() + milliseconds(300));
   ASSERT_TRUE(WaitForStreamLength("authed", 1, seconds(10))) << batond.Log();
-  redis_.Command({"HSET", "baton:cron", "authed-cron",
+  redis_.Command({"HSET", std::string(Keys::kCron), "authed-cron",
                   R"({"schedule":"* * * * * *","namespace":"e2e","task_type":"authed_cron"})"});
   redis_.Command({"PUBLISH", "baton:cron:changed", "authed-cron"});
   ASSERT_TRUE(WaitForStreamLength("authed_cron", 1, seconds(10))) << batond.Log();
-  // batond's connections (promoter, its subscriber, reaper, cron ticker and its subscriber) are
-  // all logged in as the ACL user.
+  // batond's connections (promoter, reaper, the subscriber, discovery, the cron ticker with its
+  // client and its subscriber) are all logged in as the ACL user.
   const std::string clients = redis_.String({"CLIENT", "LIST"});
   std::size_t as_batond = 0;
   for (std::size_t pos = clients.find("user=batond"); pos != std::string::npos;
        pos = clients.find("user=batond", pos + 1)) {
     ++as_batond;
   }
-  EXPECT_GE(as_batond, 5u) << clients;
+  EXPECT_GE(as_batond, 7u) << clients;
 }
 
 }  // namespace
+}  // namespace baton::e2e

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -57,9 +58,11 @@ TEST(ConfigTest, Defaults) {
   const DaemonConfig& c = *p.config;
   EXPECT_EQ(c.redis_url, "redis://127.0.0.1:6379");
   EXPECT_TRUE(c.namespaces.empty());
-  EXPECT_EQ(c.lease.count(), 15000);
   EXPECT_EQ(c.promote_batch, 1000);
   EXPECT_EQ(c.reaper_interval.count(), 1000);
+  EXPECT_EQ(c.reclaim_batch, 100);
+  EXPECT_EQ(c.discovery_interval.count(), 30000);
+  EXPECT_EQ(c.scan_interval.count(), 300);
   EXPECT_EQ(c.cron_grace.count(), 10);
   EXPECT_TRUE(c.cron);
   EXPECT_EQ(c.health, "");
@@ -72,13 +75,13 @@ TEST(ConfigTest, Defaults) {
 TEST(ConfigTest, Flags) {
   ParsedCommandLine p =
       Parse({"--redis-url", "redis://user:secret@10.0.0.1:6380/2", "--namespaces", "orders,mail",
-             "--lease-ms", "5000", "--promote-batch", "50", "--no-cron", "--health",
+             "--scan-interval-s", "60", "--promote-batch", "50", "--no-cron", "--health",
              "127.0.0.1:8089", "--log-format", "json", "--load-functions", "--instance", "b1"});
   ASSERT_TRUE(p.config.has_value());
   const DaemonConfig& c = *p.config;
   EXPECT_EQ(c.redis_url, "redis://user:secret@10.0.0.1:6380/2");
   EXPECT_EQ(c.namespaces, (std::vector<std::string>{"orders", "mail"}));
-  EXPECT_EQ(c.lease.count(), 5000);
+  EXPECT_EQ(c.scan_interval.count(), 60);
   EXPECT_EQ(c.promote_batch, 50);
   EXPECT_FALSE(c.cron);
   EXPECT_EQ(c.health, "127.0.0.1:8089");
@@ -89,19 +92,19 @@ TEST(ConfigTest, Flags) {
 
 TEST(ConfigTest, Environment) {
   ScopedEnv url("BATON_REDIS_URL", "redis://127.0.0.1:7000");
-  ScopedEnv lease("BATON_LEASE_MS", "2500");
+  ScopedEnv reaper("BATON_REAPER_INTERVAL_MS", "2500");
   ScopedEnv cron("BATON_CRON", "false");
   ScopedEnv ns("BATON_NAMESPACES", "a,b");
   ParsedCommandLine p = Parse({});
   ASSERT_TRUE(p.config.has_value());
   EXPECT_EQ(p.config->redis_url, "redis://127.0.0.1:7000");
-  EXPECT_EQ(p.config->lease.count(), 2500);
+  EXPECT_EQ(p.config->reaper_interval.count(), 2500);
   EXPECT_FALSE(p.config->cron);
   EXPECT_EQ(p.config->namespaces, (std::vector<std::string>{"a", "b"}));
   // A flag beats the environment.
-  ParsedCommandLine q = Parse({"--lease-ms", "900"});
+  ParsedCommandLine q = Parse({"--reaper-interval-ms", "900"});
   ASSERT_TRUE(q.config.has_value());
-  EXPECT_EQ(q.config->lease.count(), 900);
+  EXPECT_EQ(q.config->reaper_interval.count(), 900);
 }
 
 TEST(ConfigTest, BooleanSpellings) {
@@ -172,17 +175,52 @@ TEST(ConfigTest, InvalidValuesAreRefused) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"--redis-url", "http://x"},
                                              {"--namespaces", "bad name"},
-                                             {"--lease-ms", "10"},
                                              {"--promote-batch", "0"},
+                                             {"--promote-batch", "10001"},
+                                             {"--reclaim-batch", "1001"},
+                                             {"--reaper-interval-ms", "5"},
+                                             {"--scan-interval-s", "5"},
                                              {"--health", "8089"},
                                              {"--health", "127.0.0.1:99999"},
                                              {"--log-level", "loud"},
                                              {"--log-format", "xml"},
-                                             {"--lease-ms", "abc"},
+                                             {"--promote-batch", "abc"},
                                              {"--no-such-flag"}}) {
     ParsedCommandLine p = Parse(args);
     EXPECT_FALSE(p.config.has_value()) << args[0];
     EXPECT_EQ(p.exit_code, 2) << args[0];
+  }
+}
+
+// Protocol v2 removed lease-ms (the lease deadline lives in Redis) and events-maxlen (a namespace
+// setting). An old flag, config file or environment still setting one is refused, and the message
+// says why, instead of CLI11's "unknown option" or an ignored variable.
+TEST(ConfigTest, RemovedSettingsAreRefusedWithAnExplanation) {
+  TempDir dir;
+  const std::string old_file = dir.path() + "/old.toml";
+  std::ofstream(old_file) << "redis-url = \"redis://127.0.0.1:7001\"\nlease-ms = 30000\n";
+  const std::string old_ini = dir.path() + "/old.ini";
+  std::ofstream(old_ini) << "events-maxlen=5000\n";
+  struct Case {
+    std::vector<std::string> args;
+    const char* env_name;
+    const char* setting;
+  };
+  for (const Case& c : std::vector<Case>{{{"--lease-ms", "5000"}, nullptr, "lease-ms"},
+                                         {{"--config", old_file}, nullptr, "lease-ms"},
+                                         {{}, "BATON_LEASE_MS", "lease-ms"},
+                                         {{"--events-maxlen", "0"}, nullptr, "events-maxlen"},
+                                         {{"--config", old_ini}, nullptr, "events-maxlen"},
+                                         {{}, "BATON_EVENTS_MAXLEN", "events-maxlen"}}) {
+    std::optional<ScopedEnv> env;
+    if (c.env_name != nullptr) env.emplace(c.env_name, "1000");
+    ParsedCommandLine p = Parse(c.args);
+    const std::string what = c.env_name != nullptr ? c.env_name : c.args[0] + " " + c.args[1];
+    EXPECT_FALSE(p.config.has_value()) << what;
+    EXPECT_EQ(p.exit_code, 2) << what;
+    EXPECT_EQ(p.error.rfind(c.setting, 0), 0u) << what << ": " << p.error;
+    EXPECT_NE(p.error.find("removed in protocol v2"), std::string::npos) << p.error;
+    EXPECT_NE(p.error.find("Delete this setting"), std::string::npos) << p.error;
   }
 }
 

@@ -1,6 +1,8 @@
 #include "harness/redis_server.h"
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -13,6 +15,14 @@ const char kLibrarySource[] =
 }  // namespace
 
 std::string FunctionLibrarySource() { return kLibrarySource; }
+
+std::string LegacyV1LibrarySource() {
+  std::ifstream in(std::string(BATON_SOURCE_DIR) + "/contract/legacy/baton_v1.lua");
+  if (!in) throw std::runtime_error("contract/legacy/baton_v1.lua not found");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 RedisServer::RedisServer(std::vector<std::string> extra_args) {
   // Another test may grab the port between FreeLoopbackPort() and redis' bind(): retry.

@@ -47,4 +47,7 @@ class RedisServer {
 // The Baton functions library source as the build embedded it.
 std::string FunctionLibrarySource();
 
+// The protocol v1 library (contract/legacy/baton_v1.lua), for rolling-upgrade tests.
+std::string LegacyV1LibrarySource();
+
 }  // namespace baton::testing

@@ -1,6 +1,8 @@
 // A worker process for the end-to-end tests. Serves one (namespace, type); its handler records
 // every run with HINCRBY baton-test:runs <task_id> 1 (so a test can tell tasks that ran twice from
 // tasks that never ran), optionally sleeps, then succeeds. Stops gracefully on SIGTERM/SIGINT.
+// No batond runs in these tests: the worker's own maintenance promotes retries and reclaims the
+// leases of dead workers.
 //   counting_worker <redis url> <ns> <type> <concurrency> <lease ms> [handler sleep ms]
 #include <chrono>
 #include <cstdio>
@@ -54,9 +56,8 @@ int main(int argc, char** argv) {
   baton::WorkerOptions options;
   options.redis_url = url;
   options.service = "counting";
-  options.lease = std::chrono::milliseconds(lease_ms);
   options.block = std::chrono::milliseconds(500);
-  options.maintenance_interval = std::chrono::milliseconds(100);
+  options.maintenance = true;
   options.shutdown_grace = std::chrono::milliseconds(2000);
   options.handle_signals = true;
   baton::Worker worker(options);
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
   type_options.concurrency = concurrency;
   type_options.retry.base = std::chrono::milliseconds(50);
   type_options.retry.max = std::chrono::milliseconds(500);
+  type_options.lease_ms = lease_ms;
   baton::Status registered = worker.Register(
       ns, type,
       [&](baton::TaskContext& ctx) {

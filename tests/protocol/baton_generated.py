@@ -54,5 +54,18 @@ ERROR_CODES = {
     "BATON_CONFLICT": "conflict",
 }
 
+# Redis' own error replies by prefix -> (client code, hint)
+REDIS_ERRORS = {
+    "OOM": ("resource_exhausted", "Redis reached maxmemory: raise maxmemory or drain queues (Baton needs maxmemory-policy noeviction)"),
+    "READONLY": ("unavailable", "connected to a replica: point Baton at the primary"),
+    "LOADING": ("unavailable", "Redis is loading its dataset: retry shortly"),
+    "BUSY": ("unavailable", "Redis is busy running a script: retry shortly"),
+    "MASTERDOWN": ("unavailable", "the replica lost its primary"),
+    "CLUSTERDOWN": ("unavailable", "the cluster is down"),
+    "TRYAGAIN": ("unavailable", "the cluster is resharding: retry"),
+    "NOSCRIPT": ("version_mismatch", "run 'baton init'"),
+    "ERR Function not found": ("version_mismatch", "the Baton functions library is not loaded: run 'baton init'"),
+}
+
 GLOBAL_KEYS = {'namespaces': 'baton:v2:namespaces', 'cron_jobs': 'baton:cron', 'cron_state': 'baton:cron:state'}
 CHANNELS = {'wakeup': 'baton:v2:wakeup', 'types': 'baton:v2:types', 'cron_changed': 'baton:cron:changed'}

@@ -1,67 +1,127 @@
-"""Reference Python client of the Baton protocol, from docs/protocol.md and docs/keyspace.md.
+"""Reference Python client of the Baton protocol v2 (library baton_v2), written from the contract
+alone: contract/protocol.json (through the generated baton_generated.py) and the contract header
+that opens every functions/*.lua file.
 
-It is the model for new SDKs: key names are built in one place (Keys), each Redis Function has one
-thin wrapper on Baton (KEYS and ARGV in the documented order), load_library() loads the library the
-way `baton init` does, and task_document() rebuilds the contract task JSON from a dequeued entry
-without re-serialising the payload (its bytes are delivered exactly as the producer wrote them).
+It is the model for new SDKs:
+- key names come from the generated key patterns (Keys), in one place;
+- the KEYS of every call are the generated key kinds of that function, in their order, and its
+  ARGV are the generated ARGV names, in their order (Baton._call): a wrapper only names values;
+- one thin wrapper per Redis Function (enqueue, dequeue, ack, fail, reclaim, extend, promote,
+  cancel, dlq_replay, dlq_delete, configure, rescue_start, rescue_finish, cron_mark, version);
+- the library version is checked on every (re)connect of the redis.Redis it is given
+  (FCALL_RO baton_v2_version 0), and load_library() loads the library the way `baton init` does;
+- task_document() rebuilds the contract task JSON from a dequeued entry without re-serialising the
+  payload (its bytes are delivered exactly as the producer wrote them).
 
 Replies are bytes (use a redis.Redis without decode_responses); payload and extra stay bytes,
-everything else is decoded to str.
+everything else is decoded to str. Error replies of the library ('BATON_INVALID field: rule', ...)
+raise BatonError, a redis ResponseError that also carries the contract code (invalid_argument, ...).
 """
 
 import dataclasses
 import json
 import pathlib
 import time
+import typing
 
-LIBRARY_VERSION = "1"
-DEFAULT_EVENTS_MAXLEN = 100000
-DEFAULT_RETENTION_S = 86400
+import redis
+
+import baton_generated as gen
+
+LIBRARY = gen.LIBRARY
+LIBRARY_VERSION = gen.VERSION
 DEFAULT_BASE_MS = 2000
 DEFAULT_MAX_MS = 600000
-WAKEUP_CHANNEL = "baton:wakeup"
-NAMESPACES_KEY = "baton:namespaces"
+WAKEUP_CHANNEL = gen.CHANNELS["wakeup"]
+TYPES_CHANNEL = gen.CHANNELS["types"]
+NAMESPACES_KEY = gen.GLOBAL_KEYS["namespaces"]
+CRON_STATE_KEY = gen.GLOBAL_KEYS["cron_state"]
 
 FUNCTIONS_DIR = pathlib.Path(__file__).resolve().parents[2] / "functions"
+VERSION_FUNCTION = f"{LIBRARY}_version"
+
+
+class BatonError(redis.exceptions.ResponseError):
+    """An error reply of the library: code is the contract code (contract/errors.json), lua_code
+    the reply's first word (BATON_INVALID, ...), str() the whole reply."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.lua_code = message.split(" ", 1)[0]
+        self.code = gen.ERROR_CODES[self.lua_code]
+
+
+class VersionMismatch(redis.exceptions.RedisError):
+    """The library loaded in Redis is missing or not the version this client speaks."""
 
 
 class Keys:
-    """Every key of one namespace (docs/keyspace.md): 'baton:{NS}:...'."""
+    """Every key of one namespace, from the generated patterns (baton:v2:{NS}:...)."""
 
     def __init__(self, ns):
         self.ns = ns
-        self.prefix = "baton:{" + ns + "}:"
+        self.prefix = gen.KEY_PREFIX.replace("{NS}", "{" + ns + "}")
+
+    def of(self, kind, task_type=None):
+        """The key of a key kind (generated KEY_KINDS, or a global key such as cron_state)."""
+        if kind in gen.GLOBAL_KEYS:
+            return gen.GLOBAL_KEYS[kind]
+        spec = gen.KEY_KINDS[kind]
+        key = spec["pattern"].replace("{NS}", "{" + self.ns + "}")
+        if spec["typed"]:
+            if task_type is None:
+                raise ValueError(f"key kind {kind} needs a task type")
+            key = _fill(key, "TYPE", task_type)
+        return key
 
     def stream(self, task_type):
-        return self.prefix + "stream:" + task_type
+        return self.of("stream", task_type)
 
     def scheduled(self, task_type):
-        return self.prefix + "scheduled:" + task_type
+        return self.of("scheduled", task_type)
+
+    def leases(self, task_type):
+        return self.of("leases", task_type)
 
     def dead(self, task_type):
-        return self.prefix + "dead:" + task_type
+        return self.of("dead", task_type)
+
+    def rescue(self, task_type):
+        return self.of("rescue", task_type)
 
     def tasks(self):
-        return self.prefix + "tasks"
+        return self.of("tasks")
 
     def bodies(self):
-        return self.prefix + "bodies"
+        return self.of("bodies")
 
     def errors(self):
-        return self.prefix + "errors"
+        return self.of("errors")
 
     def events(self):
-        return self.prefix + "events"
+        return self.of("events")
 
     def types(self):
-        return self.prefix + "types"
+        return self.of("types")
 
-    def done(self, task_id):
-        return self.prefix + "done:" + task_id
+    def done(self):
+        return self.of("done")
+
+    def ended(self):
+        return self.of("ended")
+
+    def config(self):
+        return self.of("config")
 
     def unique(self, key):
-        # With key == "" this is the unused key baton_enqueue gets for a task without unique key.
-        return self.prefix + "unique:" + key
+        return _fill(self.of("unique"), "KEY", key)
+
+
+def _fill(pattern, placeholder, value):
+    """The pattern's trailing placeholder (TYPE, KEY) replaced by value."""
+    if not pattern.endswith(":" + placeholder):
+        raise ValueError(f"key pattern {pattern} does not end in :{placeholder}")
+    return pattern[:-len(placeholder)] + value
 
 
 def library_source():
@@ -88,9 +148,56 @@ def _b(v):
     return str(v).encode("utf-8")
 
 
+def _check_version(reply):
+    version = _s(reply)
+    if version != LIBRARY_VERSION:
+        raise VersionMismatch(f"functions library version {version} loaded in Redis, this "
+                              f"client needs {LIBRARY_VERSION}: run 'baton init'")
+    return version
+
+
+def _not_loaded(error):
+    return VersionMismatch(f"functions library version none loaded in Redis, this client needs "
+                           f"{LIBRARY_VERSION}: run 'baton init' ({error})")
+
+
+def _version_on_connect(connection):
+    """redis_connect_func of every connection: the usual handshake, then the version check. An
+    error here makes redis-py drop the connection and raise it to the caller."""
+    connection.on_connect()
+    connection.send_command("FCALL_RO", VERSION_FUNCTION, "0")
+    try:
+        reply = connection.read_response()
+    except redis.exceptions.ResponseError as e:
+        raise _not_loaded(e) from None
+    _check_version(reply)
+
+
+def check_version_on_connect(r):
+    """Makes every (re)connect of r's connection pool check the library version, and checks it
+    now (connections already open are checked by this call: the version is the server's)."""
+    pool = r.connection_pool
+    pool.connection_kwargs["redis_connect_func"] = _version_on_connect
+    # Connections the pool already made were built without the hook: give it to them, so that
+    # their next reconnect checks too.
+    for connection in (list(getattr(pool, "_available_connections", ())) +
+                       list(getattr(pool, "_in_use_connections", ()))):
+        connection.redis_connect_func = _version_on_connect
+    try:
+        reply = r.execute_command("FCALL_RO", VERSION_FUNCTION, 0)
+    except redis.exceptions.ResponseError as e:
+        raise _not_loaded(e) from None
+    return _check_version(reply)
+
+
+def connect(url):
+    """A redis.Redis for url (bytes replies) whose connections check the library version."""
+    return redis.Redis.from_url(url, redis_connect_func=_version_on_connect)
+
+
 @dataclasses.dataclass
 class TaskSpec:
-    """The 10 per-task values of baton_enqueue. payload and extra are JSON object text."""
+    """The per-task values of baton_v2_enqueue. payload and extra are JSON object text."""
     id: str
     payload: bytes = b"{}"
     max_retry: int = 3
@@ -102,16 +209,19 @@ class TaskSpec:
     unique_key: str = ""
     unique_ttl_s: int = 0
 
-    def argv(self):
-        timeout = b"" if self.execution_timeout is None else _b(self.execution_timeout)
-        return [_b(self.id), _b(self.payload), _b(self.max_retry), _b(self.delay_seconds),
-                _b(self.created_at), timeout, _b(self.extra), _b(self.run_at_ms),
-                _b(self.unique_key), _b(self.unique_ttl_s)]
+    def values(self):
+        """The per-item ARGV values by name."""
+        return {"id": self.id, "payload": self.payload, "max_retry": self.max_retry,
+                "delay_seconds": self.delay_seconds, "created_at": self.created_at,
+                "execution_timeout": "" if self.execution_timeout is None
+                else self.execution_timeout,
+                "extra": self.extra, "run_at_ms": self.run_at_ms,
+                "unique_key": self.unique_key, "unique_ttl_s": self.unique_ttl_s}
 
 
 @dataclasses.dataclass
 class Entry:
-    """One task delivered by baton_dequeue."""
+    """One task delivered by baton_v2_dequeue."""
     sid: str
     id: str
     payload: bytes
@@ -121,6 +231,28 @@ class Entry:
     execution_timeout: int  # None when absent
     extra: bytes
     attempt: int  # attempts made before this delivery (0 on the first run)
+
+
+class Delivery(typing.NamedTuple):
+    """Reply of baton_v2_dequeue."""
+    entries: list
+    last_id: str  # "" when something was delivered, else an id to XREAD BLOCK after
+    lease_deadline_ms: int  # 0 when nothing was delivered
+
+
+class Reclaimed(typing.NamedTuple):
+    """Reply of baton_v2_reclaim."""
+    reclaimed: int
+    retried: int
+    dead: int
+    next_deadline_ms: int  # -1: no lease left
+    now_ms: int
+
+
+class RescueFinished(typing.NamedTuple):
+    acked_in_group: int
+    group_last_id: str
+    left_behind: int
 
 
 def task_document(ns, task_type, entry):
@@ -147,42 +279,76 @@ def task_document(ns, task_type, entry):
     return b"".join(parts)
 
 
-class Baton:
-    """Thin wrappers over the functions of one namespace, on one redis.Redis connection."""
+def call_args(keys, name, task_type=None, fixed=None, items=(), extra_keys=()):
+    """KEYS and ARGV of one FCALL, from the generated contract: the function's key kinds in order
+    (then extra_keys), its ARGV names in order looked up in fixed, then the per-item names looked
+    up in each of items."""
+    kinds, argv_names, per_item = gen.FUNCTIONS[name]
+    call_keys = [keys.of(kind, task_type) for kind in kinds] + list(extra_keys)
+    fixed = fixed or {}
+    missing = [n for n in argv_names if n not in fixed]
+    if missing or set(fixed) - set(argv_names):
+        raise TypeError(f"{name}: ARGV {argv_names}, got {sorted(fixed)}")
+    args = [_b(fixed[n]) for n in argv_names]
+    for item in items:
+        args += [_b(item[n]) for n in per_item]
+    return call_keys, args
 
-    def __init__(self, r, ns, events_maxlen=DEFAULT_EVENTS_MAXLEN):
+
+def _translate(e):
+    message = str(e)
+    if message.split(" ", 1)[0] in gen.ERROR_CODES:
+        return BatonError(message)
+    return e
+
+
+class Baton:
+    """Thin wrappers over the functions, for one namespace, on one redis.Redis (bytes replies).
+    Creating it makes every (re)connect of r check the library version, and checks it now."""
+
+    def __init__(self, r, ns, check_version=True):
         self.r = r
         self.ns = ns
         self.keys = Keys(ns)
-        self.events_maxlen = events_maxlen
+        if check_version:
+            check_version_on_connect(r)
 
-    def _fcall(self, name, keys, args):
-        return self.r.execute_command("FCALL", name, len(keys), *keys, *args)
+    def _call(self, name, task_type=None, fixed=None, items=(), extra_keys=()):
+        keys, args = call_args(self.keys, name, task_type, fixed, items, extra_keys)
+        try:
+            return self.r.execute_command("FCALL", name, len(keys), *keys, *args)
+        except redis.exceptions.ResponseError as e:
+            raise _translate(e) from None
 
     def version(self):
-        return _s(self.r.execute_command("FCALL_RO", "baton_version", 0))
+        return _s(self.r.execute_command("FCALL_RO", VERSION_FUNCTION, 0))
+
+    def configure(self, **settings):
+        """Sets the given namespace settings (None = back to the default) and returns every
+        setting's effective value as a dict. No argument: read only."""
+        items = [{"setting": k, "value": "" if v is None else v} for k, v in settings.items()]
+        flat = self._call("baton_v2_configure", items=items)
+        return {_s(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
+
+    def register_namespace(self):
+        """SADD baton:v2:namespaces NS (a convenience for tools; the functions do not need it)."""
+        self.r.sadd(NAMESPACES_KEY, self.ns)
 
     def enqueue(self, task_type, specs):
         """Returns [(status, detail)]: ('queued', SID), ('scheduled', due_ms),
         ('duplicate', state), ('unique_conflict', holder_id)."""
-        k = self.keys
-        keys = [k.stream(task_type), k.scheduled(task_type), k.tasks(), k.bodies(), k.events(),
-                k.types()]
-        args = [task_type, self.events_maxlen, len(specs)]
-        for spec in specs:
-            keys += [k.done(spec.id), k.unique(spec.unique_key)]
-            args += spec.argv()
-        reply = self._fcall("baton_enqueue", keys, args)
+        unique = [self.keys.unique(s.unique_key) for s in specs if s.unique_key]
+        reply = self._call("baton_v2_enqueue", task_type, {"n": len(specs)},
+                           [s.values() for s in specs], unique)
         return [(_s(status), detail if isinstance(detail, int) else _s(detail))
                 for status, detail in reply]
 
-    def dequeue(self, task_type, group, consumer, count):
-        """Returns ([Entry], last_id)."""
-        k = self.keys
-        keys = [k.stream(task_type), k.tasks(), k.events(), k.bodies(), k.errors(),
-                k.dead(task_type)]
-        flat, last_id = self._fcall("baton_dequeue", keys,
-                                    [group, consumer, count, self.events_maxlen])
+    def dequeue(self, task_type, group, consumer, count, lease_ms=0):
+        """Returns a Delivery (entries, last_id, lease_deadline_ms). lease_ms 0: the namespace's
+        lease_ms setting."""
+        flat, last_id, deadline = self._call(
+            "baton_v2_dequeue", task_type,
+            {"group": group, "consumer": consumer, "count": count, "lease_ms": lease_ms})
         entries = []
         for i in range(0, len(flat), 9):
             v = flat[i:i + 9]
@@ -191,72 +357,70 @@ class Baton:
                                  delay_seconds=int(v[4]), created_at=int(v[5]),
                                  execution_timeout=int(timeout) if timeout else None,
                                  extra=v[7], attempt=int(v[8])))
-        return entries, _s(last_id)
+        return Delivery(entries, _s(last_id), deadline)
 
-    def ack(self, task_type, group, done, consumer, retention_s=DEFAULT_RETENTION_S):
-        """done: [(id, SID)]. Returns ['done' | 'stale_done' | 'gone']."""
-        k = self.keys
-        keys = [k.stream(task_type), k.scheduled(task_type), k.tasks(), k.events(), k.errors(),
-                k.bodies()] + [k.done(task_id) for task_id, _ in done]
-        args = [group, retention_s, self.events_maxlen, len(done)]
-        for task_id, sid in done:
-            args += [task_id, sid]
-        args.append(consumer)
-        return [_s(s) for s in self._fcall("baton_ack", keys, args)]
+    def ack(self, task_type, group, consumer, tasks):
+        """tasks: [(id, SID)]. Returns ['done' | 'stale_done' | 'gone']."""
+        reply = self._call("baton_v2_ack", task_type,
+                           {"group": group, "consumer": consumer, "n": len(tasks)},
+                           [{"id": i, "sid": s} for i, s in tasks])
+        return [_s(s) for s in reply]
 
-    def _fail_keys(self, task_type):
-        k = self.keys
-        return [k.stream(task_type), k.scheduled(task_type), k.dead(task_type), k.tasks(),
-                k.bodies(), k.errors(), k.events()]
-
-    def fail(self, task_type, group, task_id, sid, consumer, kind, error, stack="",
+    def fail(self, task_type, group, consumer, task_id, sid, kind, error, stack="",
              base_ms=DEFAULT_BASE_MS, max_ms=DEFAULT_MAX_MS, jitter=0.0):
         """Returns (outcome, due_or_at_ms, attempt): outcome 'retry', 'dead' or 'stale'."""
-        outcome, at, attempt = self._fcall(
-            "baton_fail", self._fail_keys(task_type),
-            [group, task_id, sid, consumer, kind, error, stack, base_ms, max_ms, repr(jitter),
-             self.events_maxlen])
+        outcome, at, attempt = self._call(
+            "baton_v2_fail", task_type,
+            {"group": group, "consumer": consumer, "id": task_id, "sid": sid, "kind": kind,
+             "error": error, "stack": stack, "base_ms": base_ms, "max_ms": max_ms,
+             "jitter": repr(float(jitter))})
         return _s(outcome), (at if isinstance(at, int) else _s(at)), attempt
 
-    def reclaim(self, task_type, group, min_idle_ms, count, base_ms=DEFAULT_BASE_MS,
-                max_ms=DEFAULT_MAX_MS, seed=0, reaper="reaper"):
-        """Returns (reclaimed, retried, dead)."""
-        return tuple(self._fcall(
-            "baton_reclaim", self._fail_keys(task_type),
-            [group, min_idle_ms, count, base_ms, max_ms, seed, self.events_maxlen, reaper]))
+    def reclaim(self, task_type, count, base_ms=DEFAULT_BASE_MS, max_ms=DEFAULT_MAX_MS, seed=0,
+                reaper="reaper"):
+        """Takes back tasks whose lease deadline passed. Returns a Reclaimed."""
+        return Reclaimed(*self._call(
+            "baton_v2_reclaim", task_type,
+            {"count": count, "base_ms": base_ms, "max_ms": max_ms, "jitter_seed": seed,
+             "reaper": reaper}))
 
-    def extend(self, task_type, group, consumer, sids):
-        """Returns the SIDs still held by consumer."""
-        reply = self._fcall("baton_extend", [self.keys.stream(task_type)],
-                            [group, consumer, *sids])
+    def extend(self, task_type, group, consumer, tasks, lease_ms=0):
+        """tasks: [(id, SID)]. Moves their lease deadline; returns the SIDs still held."""
+        reply = self._call("baton_v2_extend", task_type,
+                           {"group": group, "consumer": consumer, "lease_ms": lease_ms},
+                           [{"id": i, "sid": s} for i, s in tasks])
         return [_s(s) for s in reply]
 
     def promote(self, task_type, limit=100):
         """Returns (promoted, next_due_ms or -1, now_ms)."""
-        k = self.keys
-        keys = [k.scheduled(task_type), k.stream(task_type), k.tasks(), k.bodies(), k.events()]
-        return tuple(self._fcall("baton_promote", keys, [limit, self.events_maxlen]))
+        return tuple(self._call("baton_v2_promote", task_type, {"limit": limit}))
 
-    def cancel(self, task_type, task_id, retention_s=DEFAULT_RETENTION_S):
-        k = self.keys
-        keys = [k.stream(task_type), k.scheduled(task_type), k.tasks(), k.bodies(), k.events(),
-                k.done(task_id), k.errors()]
-        return _s(self._fcall("baton_cancel", keys, [task_id, retention_s, self.events_maxlen]))
+    def cancel(self, task_type, task_id):
+        return _s(self._call("baton_v2_cancel", task_type, {"id": task_id}))
 
     def dlq_replay(self, task_type, task_id, payload=b""):
-        """Returns the new SID."""
-        k = self.keys
-        keys = [k.dead(task_type), k.stream(task_type), k.tasks(), k.bodies(), k.events()]
-        return _s(self._fcall("baton_dlq_replay", keys, [task_id, payload, self.events_maxlen]))
+        """Returns the new SID. payload b"": keep the old one."""
+        return _s(self._call("baton_v2_dlq_replay", task_type,
+                             {"id": task_id, "payload": payload}))
 
-    def dlq_delete(self, task_type, task_id, retention_s=DEFAULT_RETENTION_S):
-        k = self.keys
-        keys = [k.dead(task_type), k.tasks(), k.bodies(), k.errors(), k.events(),
-                k.done(task_id)]
-        return _s(self._fcall("baton_dlq_delete", keys, [task_id, retention_s,
-                                                         self.events_maxlen]))
+    def dlq_delete(self, task_type, task_id):
+        return _s(self._call("baton_v2_dlq_delete", task_type, {"id": task_id}))
 
-    # Reading state (docs/protocol.md, "Reading state"): no function needed.
+    def rescue_start(self, task_type, group, rescue_group):
+        """Returns the handover id."""
+        return _s(self._call("baton_v2_rescue_start", task_type,
+                             {"group": group, "rescue_group": rescue_group}))
+
+    def rescue_finish(self, task_type, force=False, limit=100000):
+        acked, last_id, left = self._call("baton_v2_rescue_finish", task_type,
+                                          {"force": 1 if force else 0, "limit": limit})
+        return RescueFinished(acked, _s(last_id), left)
+
+    def cron_mark(self, job, tick_s):
+        """1 when the job's last handled tick moved to tick_s, 0 when it was already there."""
+        return self._call("baton_v2_cron_mark", fixed={"job": job, "tick": tick_s})
+
+    # Reading state (no function needed)
 
     def record(self, task_id):
         """(state, type, attempt, sid) of a live task, or None."""
@@ -266,10 +430,23 @@ class Baton:
         state, task_type, attempt, sid = _s(rec).split("|", 3)
         return state, task_type, int(attempt), sid
 
-    def final_record(self, task_id):
-        """The done / cancelled / deleted marker as a dict, or None."""
-        v = self.r.get(self.keys.done(task_id))
-        return None if v is None else json.loads(v)
+    def final_state(self, task_id):
+        """(state, finished_ms) of a finished task within the retention, or None. State is the
+        ended record's (cancelled, deleted, dropped), else done."""
+        finished = self.r.zscore(self.keys.done(), task_id)
+        if finished is None:
+            return None
+        ended = self.r.hget(self.keys.ended(), task_id)
+        state = "done" if ended is None else _s(ended).split("|", 1)[0]
+        return state, int(finished)
+
+    def ended(self, task_id):
+        """(state, type, attempts, worker) of a cancelled / deleted / dropped task, or None."""
+        v = self.r.hget(self.keys.ended(), task_id)
+        if v is None:
+            return None
+        state, task_type, attempts, worker = _s(v).split("|", 3)
+        return state, task_type, int(attempts), worker
 
     def body(self, task_id):
         """The body of a task that is not in a stream, as a dict of str, or None."""
@@ -281,11 +458,14 @@ class Baton:
         return None if v is None else json.loads(v)
 
     def events(self, task_id=None):
-        """Events as dicts of str (with 'event_id'), oldest first, optionally of one task."""
+        """Events entries as dicts of str (with 'event_id'; 'ids' and 'attempts' are split into
+        lists), oldest first; with task_id, only the entries that name that task."""
         out = []
         for eid, fields in self.r.xrange(self.keys.events()):
             e = {_s(f): _s(v) for f, v in fields.items()}
             e["event_id"] = _s(eid)
-            if task_id is None or e["id"] == task_id:
+            e["ids"] = e["ids"].split(" ") if e.get("ids") else []
+            e["attempts"] = e["attempts"].split(" ") if e.get("attempts") else []
+            if task_id is None or task_id in e["ids"]:
                 out.append(e)
         return out

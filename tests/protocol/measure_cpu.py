@@ -1,11 +1,14 @@
-"""Measures what the hot path costs Redis: CPU per task and memory per queued task.
+"""Measures what the hot path of protocol v2 costs Redis: CPU per task and memory per task.
 
-Enqueues TASKS tasks (200-byte payload) in batches of 100, dequeues them 100 at a time and acks
-them 100 at a time, on a fresh redis-server. Prints the Redis CPU (delta of INFO cpu
-used_cpu_user + used_cpu_sys) per task for each phase and in total, and used_memory per queued
-task after the enqueue phase. Runs twice: with events off (MAXLEN 0: the memory figure excludes
-the events stream) and with events on (MAXLEN 100000). Last, a calibration run of plain stream
-commands shows what the bare XADD / XREADGROUP / XACK + XDEL cost on the same machine.
+Enqueues TASKS tasks (200-byte payload) in batches of 100 (baton_v2_enqueue), dequeues them 100
+at a time with the namespace's default lease (baton_v2_dequeue) and acks them 100 at a time
+(baton_v2_ack), on a fresh redis-server. Prints the Redis CPU (delta of INFO cpu used_cpu_user +
+used_cpu_sys) per task for each phase and in total, used_memory per queued task after the
+enqueue phase, and used_memory per finished task after the ack phase (what the done set keeps
+during done_retention_s). Runs twice: with events off (namespace setting events_maxlen 0: the
+memory figures exclude the events stream) and with events on (events_maxlen 100000, one events
+entry per call). Last, a calibration run of plain stream commands shows what the bare XADD /
+XREADGROUP / XACK + XDEL cost on the same machine.
 
 Usage: /usr/bin/python3 tests/protocol/measure_cpu.py [tasks]
 Not a test: figures depend on the machine. Client time is not counted, only the server's CPU.
@@ -43,7 +46,8 @@ def run(tasks, events_maxlen):
     with redis_harness.RedisServer() as server:
         r = server.client()
         bp.load_library(r)
-        b = bp.Baton(r, "bench", events_maxlen=events_maxlen)
+        b = bp.Baton(r, "bench")
+        assert b.configure(events_maxlen=events_maxlen)["events_maxlen"] == events_maxlen
         payload = payload_200()
         created = 1722489600
         ids = [str(uuid.uuid4()) for _ in range(tasks)]
@@ -65,7 +69,7 @@ def run(tasks, events_maxlen):
         delivered = []
         c0 = cpu_seconds(r)
         while True:
-            entries, _ = b.dequeue(TASK_TYPE, GROUP, CONSUMER, BATCH)
+            entries = b.dequeue(TASK_TYPE, GROUP, CONSUMER, BATCH).entries
             if not entries:
                 break
             delivered.extend((e.id, e.sid) for e in entries)
@@ -75,23 +79,28 @@ def run(tasks, events_maxlen):
 
         c0 = cpu_seconds(r)
         for i in range(0, tasks, BATCH):
-            statuses = b.ack(TASK_TYPE, GROUP, delivered[i:i + BATCH], CONSUMER)
+            statuses = b.ack(TASK_TYPE, GROUP, CONSUMER, delivered[i:i + BATCH])
             assert all(s == "done" for s in statuses), statuses[:3]
         c1 = cpu_seconds(r)
         figures["ack"] = c1 - c0
         assert r.xlen(b.keys.stream(TASK_TYPE)) == 0
+        assert r.zcard(b.keys.leases(TASK_TYPE)) == 0
+        assert r.zcard(b.keys.done()) == tasks
+        mem2 = r.info("memory")["used_memory"]
 
         total = sum(figures.values())
         if events_maxlen == 0:
-            label = "events off (MAXLEN 0)"
+            label = "events off (events_maxlen 0)"
         else:
-            label = f"events on (MAXLEN {events_maxlen})"
+            label = f"events on (events_maxlen {events_maxlen})"
         print(f"{label}: {tasks} tasks, batches of {BATCH}")
         for phase in ("enqueue", "dequeue", "ack"):
             print(f"  {phase:8s} {figures[phase] / tasks * 1e6:6.2f} us CPU per task")
         print(f"  total    {total / tasks * 1e6:6.2f} us CPU per task")
         print(f"  memory   {(mem1 - mem0) / tasks:6.0f} bytes per queued task "
               f"(used_memory delta after enqueue; events stream entries: {events_len})")
+        print(f"  memory   {(mem2 - mem0) / tasks:6.0f} bytes per finished task "
+              f"(used_memory delta after ack: the done set within its retention)")
 
 
 def run_bare_streams(tasks):

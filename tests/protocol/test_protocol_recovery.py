@@ -1,17 +1,17 @@
-"""Protocol tests, part 2: fail and retry backoff, the dead-letter queue, lease reclaim, extend,
-stale acks, malformed stream entries, and byte-exact round trips through every state.
+"""Protocol tests, part 2: fail and retry backoff, the dead-letter queue (replay, delete, caps,
+late acks), leases owned by their holder (reclaim, extend), stale acks, malformed stream entries,
+and byte-exact round trips through every state.
 
 Run: cd /work/main && /usr/bin/python3 -m unittest discover -s tests/protocol -p 'test_*.py' -v
 """
 
 import json
+import re
 import time
 import unittest
 
 import baton_protocol as bp
-from protocol_testcase import CREATED, GROUP, NS, TYPE, ProtocolTestCase
-
-FAST = dict(base_ms=10, max_ms=40)  # retries come due within milliseconds
+from protocol_testcase import CREATED, FAST, GROUP, NS, TYPE, ProtocolTestCase
 
 
 class FailTest(ProtocolTestCase):
@@ -25,7 +25,7 @@ class FailTest(ProtocolTestCase):
                     e = self.dequeue_one()
                     self.assertEqual(e.attempt, attempt - 1)
                     before = self.now_ms()
-                    outcome, due, n = self.fail(e, base_ms=base, max_ms=cap, jitter=jitter)
+                    outcome, due, n = self.fail_task(e, base_ms=base, max_ms=cap, jitter=jitter)
                     after = self.now_ms()
                     exp = min(base * 2 ** (attempt - 1), cap)
                     delay = exp + int(jitter * exp / 4)
@@ -41,31 +41,34 @@ class FailTest(ProtocolTestCase):
         for attempt, exp in ((1, 20), (2, 40), (3, 50), (4, 50)):
             e = self.dequeue_one()
             before = self.now_ms()
-            _, due, n = self.fail(e, base_ms=20, max_ms=50)
+            _, due, n = self.fail_task(e, base_ms=20, max_ms=50)
             after = self.now_ms()
             self.assertEqual(n, attempt)
             self.assertTrue(before + exp <= due <= after + exp, (attempt, due - before))
             self.promote_when_due(due)
 
-    def test_retry_records_the_body_error_and_events(self):
+    def test_retry_records_the_body_error_and_event_and_ends_the_lease(self):
         self.enqueue("t1", extra=b'{"x":1}')
         e = self.dequeue_one("w1")
-        outcome, _, _ = self.fail(e, error="smtp down", stack="at send()", consumer="w1")
+        self.assertIsNotNone(self.lease("t1"))
+        outcome, _, _ = self.fail_task(e, error="smtp down", stack="at send()", consumer="w1")
         self.assertEqual(outcome, "retry")
         self.assertEqual(self.r.xlen(self.k.stream(TYPE)), 0)
         self.assertEqual(self.pending(), 0)
+        self.assertIsNone(self.lease("t1"))
         self.assertEqual(self.b.body("t1")["extra"], '{"x":1}')
         (err,) = self.b.errors("t1")
         self.assertEqual({k: v for k, v in err.items() if k != "at_ms"},
                          {"attempt": 1, "kind": "error", "error": "smtp down",
                           "stack": "at send()", "worker": "w1"})
-        self.assert_event(self.last_event("t1"), "active", "retry", 1, "w1", "smtp down")
+        self.assert_event(self.last_event("t1"), "active", "retry", 1, "w1", "smtp down",
+                          ids=["t1"])
 
     def test_dead_after_one_plus_max_retry_attempts_with_every_error(self):
         self.enqueue("t1", max_retry=2)
         for attempt in (1, 2, 3):
             e = self.dequeue_one(f"w{attempt}")
-            outcome, at, n = self.fail(e, error=f"err {attempt}", stack=f"stack {attempt}",
+            outcome, at, n = self.fail_task(e, error=f"err {attempt}", stack=f"stack {attempt}",
                                        consumer=f"w{attempt}", **FAST)
             self.assertEqual(n, attempt)
             if attempt < 3:
@@ -81,18 +84,18 @@ class FailTest(ProtocolTestCase):
         self.assertEqual(self.b.body("t1")["payload"], '{"to":"a@example.com"}')
         self.assert_event(self.last_event("t1"), "active", "dead", 3, "w3", "err 3")
 
-    def test_ack_after_a_retry_counts_every_attempt(self):
+    def test_ack_after_a_retry_counts_every_attempt_in_the_event(self):
         self.enqueue("t1", max_retry=3)
         e = self.dequeue_one("w1")
-        _, due, _ = self.fail(e, consumer="w1", **FAST)
+        _, due, _ = self.fail_task(e, consumer="w1", **FAST)
         self.promote_when_due(due)
         e = self.dequeue_one("w2")
         self.assertEqual(e.attempt, 1)
         self.assert_event(self.last_event("t1"), "queued", "active", 2, "w2")
-        self.assertEqual(self.b.ack(TYPE, GROUP, [(e.id, e.sid)], "w2"), ["done"])
-        marker = self.b.final_record("t1")
-        self.assertEqual((marker["state"], marker["attempts"], marker["worker"]),
-                         ("done", 2, "w2"))
+        self.assertEqual(self.ack([e], "w2"), ["done"])
+        self.assertEqual(self.b.final_state("t1")[0], "done")
+        # A done task keeps no attempts or worker of its own: the event says them.
+        self.assertIsNone(self.b.ended("t1"))
         self.assert_event(self.last_event("t1"), "active", "done", 2, "w2")
         self.assertIsNone(self.b.errors("t1"))  # ack clears the error history
 
@@ -102,7 +105,7 @@ class FailTest(ProtocolTestCase):
         e = self.dequeue_one()
         pubsub = self.r.pubsub(ignore_subscribe_messages=True)
         pubsub.subscribe(bp.WAKEUP_CHANNEL)
-        _, due, _ = self.fail(e, **FAST)
+        _, due, _ = self.fail_task(e, **FAST)
         message = None
         for _ in range(40):
             message = pubsub.get_message(timeout=0.05)
@@ -115,180 +118,333 @@ class FailTest(ProtocolTestCase):
     def test_non_retryable_goes_dead_at_once(self):
         self.enqueue("t1", max_retry=5)
         e = self.dequeue_one()
-        self.assertEqual(self.fail(e, kind="non_retryable")[0::2], ("dead", 1))
+        self.assertEqual(self.fail_task(e, kind="non_retryable")[0::2], ("dead", 1))
         self.assertEqual(self.b.errors("t1")[0]["kind"], "non_retryable")
 
-    def test_invalid_kind_is_refused(self):
+    def test_invalid_arguments_are_refused(self):
         self.enqueue("t1")
         e = self.dequeue_one()
-        self.assert_error("BATON_INVALID kind", self.fail, e, kind="oops")
-        self.assert_error("BATON_INVALID jitter", self.fail, e, jitter=1.0)
+        before = self.snapshot()
+        self.assert_error("BATON_INVALID kind", self.fail_task, e, kind="oops")
+        self.assert_error("BATON_INVALID jitter", self.fail_task, e, jitter=1.0)
+        self.assert_error("BATON_INVALID consumer", self.fail_task, e, consumer="")
+        self.assert_error("BATON_INVALID group", self.b.fail, TYPE, "", "c1", e.id, e.sid,
+                          "error", "x")
+        self.assertEqual(self.snapshot(), before)
 
 
 class DeadLetterTest(ProtocolTestCase):
-    def make_dead(self, task_id, **kwargs):
-        self.enqueue(task_id, max_retry=0, **kwargs)
-        e = self.dequeue_one()
-        self.assertEqual(self.fail(e, error="bad data")[0], "dead")
-
     def test_replay_with_the_same_payload(self):
-        self.make_dead("t1")
+        self.kill("t1")
         sid = self.b.dlq_replay(TYPE, "t1")
         self.assertEqual(self.b.record("t1"), ("queued", TYPE, 0, sid))
         self.assertEqual(self.r.zcard(self.k.dead(TYPE)), 0)
         self.assertIsNone(self.b.body("t1"))
         self.assertEqual(len(self.b.errors("t1")), 1)  # the history stays
+        self.assert_event(self.last_event("t1"), "dead", "queued", 0)
         e = self.dequeue_one()
         self.assertEqual((e.sid, e.attempt, e.payload, e.max_retry),
                          (sid, 0, b'{"to":"a@example.com"}', 0))
-        self.assert_event(self.b.events("t1")[-2], "dead", "queued", 0)
         # A fresh budget: the next failure is attempt 1 again, and appends to the history.
-        self.assertEqual(self.fail(e)[0::2], ("dead", 1))
+        self.assertEqual(self.fail_task(e)[0::2], ("dead", 1))
         self.assertEqual(len(self.b.errors("t1")), 2)
 
     def test_replay_with_an_edited_payload(self):
-        self.make_dead("t1")
+        self.kill("t1")
         self.b.dlq_replay(TYPE, "t1", b'{"to":"fixed@example.com"}')
         self.assertEqual(self.dequeue_one().payload, b'{"to":"fixed@example.com"}')
 
     def test_replay_and_delete_need_a_dead_task(self):
-        self.make_dead("t2")
+        self.kill("t2")
         self.enqueue("t1")
-        before = self.digest()
+        before = self.snapshot()
         self.assert_error("BATON_NOT_FOUND", self.b.dlq_replay, TYPE, "t1")
         self.assert_error("BATON_NOT_FOUND", self.b.dlq_delete, TYPE, "t1")
         self.assert_error("BATON_NOT_FOUND", self.b.dlq_replay, TYPE, "nope")
         self.assert_error("BATON_NOT_FOUND", self.b.dlq_replay, "other_type", "t2")
         self.assert_error("BATON_NOT_FOUND", self.b.dlq_delete, "other_type", "t2")
         self.assert_error("BATON_INVALID payload", self.b.dlq_replay, TYPE, "t2", b"[]")
-        self.assertEqual(self.digest(), before)
+        self.assertEqual(self.snapshot(), before)
 
-    def test_delete_keeps_a_deleted_marker(self):
-        self.make_dead("t1")
-        self.assertEqual(self.b.dlq_delete(TYPE, "t1", retention_s=120), "deleted")
+    def test_delete_makes_the_task_final_deleted(self):
+        self.kill("t1")
+        self.assertEqual(self.b.dlq_delete(TYPE, "t1"), "deleted")
         for key in (self.k.tasks(), self.k.bodies(), self.k.errors()):
             self.assertFalse(self.r.hexists(key, "t1"), key)
         self.assertEqual(self.r.zcard(self.k.dead(TYPE)), 0)
-        self.assertEqual(self.b.final_record("t1")["state"], "deleted")
-        self.assertTrue(110 <= self.r.ttl(self.k.done("t1")) <= 120)
+        self.assertEqual(self.b.final_state("t1")[0], "deleted")
+        self.assertEqual(self.b.ended("t1"), ("deleted", TYPE, 1, ""))
         self.assert_event(self.last_event("t1"), "dead", "deleted", 1)
+        before = self.snapshot()
         self.assertEqual(self.enqueue("t1"), ("duplicate", "deleted"))
+        self.assertEqual(self.snapshot(), before)
 
     def test_cancel_of_a_dead_task_is_a_conflict(self):
-        self.make_dead("t1")
+        self.kill("t1")
         self.assert_error("BATON_CONFLICT", self.b.cancel, TYPE, "t1")
+
+    def test_dlq_max_drops_the_oldest_dead_task(self):
+        self.b.configure(dlq_max=2)
+        for task_id in ("d1", "d2", "d3"):
+            self.kill(task_id)
+        self.assertEqual(self.r.zrange(self.k.dead(TYPE), 0, -1), [b"d2", b"d3"])
+        for key in (self.k.tasks(), self.k.bodies(), self.k.errors()):
+            self.assertFalse(self.r.hexists(key, "d1"), key)
+        self.assertEqual(self.b.final_state("d1")[0], "dropped")
+        self.assertEqual(self.b.ended("d1"), ("dropped", TYPE, 1, ""))
+        self.assert_event(self.last_event("d1"), "dead", "dropped", 1, ids=["d1"],
+                          error="dead-letter queue over its cap of 2 tasks")
+        self.assertEqual(self.b.record("d3"), ("dead", TYPE, 1, ""))
+        before = self.snapshot()
+        self.assertEqual(self.enqueue("d1"), ("duplicate", "dropped"))
+        self.assertEqual(self.snapshot(), before)
+        self.assert_error("BATON_NOT_FOUND", self.b.dlq_replay, TYPE, "d1")
+
+    def test_dlq_retention_drops_old_dead_tasks(self):
+        self.b.configure(dlq_retention_s=1)
+        self.kill("old")
+        time.sleep(1.1)
+        self.kill("new")  # every death applies the caps
+        self.assertEqual(self.r.zrange(self.k.dead(TYPE), 0, -1), [b"new"])
+        self.assertEqual(self.b.final_state("old")[0], "dropped")
+        self.assert_event(self.last_event("old"), "dead", "dropped", 1,
+                          error="dead-letter retention of 1 s passed")
+
+    def test_late_ack_after_the_task_died_takes_it_out_of_the_dlq(self):
+        self.enqueue("t1", max_retry=0)
+        e = self.dequeue_one("slow")
+        self.expire_lease("t1")
+        self.assertEqual(self.b.reclaim(TYPE, 10, **FAST)[:3], (1, 0, 1))
+        self.assertEqual(self.b.record("t1")[0], "dead")
+        self.assertEqual(self.ack([e], "slow"), ["stale_done"])
+        self.assertEqual(self.r.zcard(self.k.dead(TYPE)), 0)
+        for key in (self.k.tasks(), self.k.bodies(), self.k.errors()):
+            self.assertFalse(self.r.hexists(key, "t1"), key)
+        self.assertEqual(self.b.final_state("t1")[0], "done")
+        self.assert_event(self.last_event("t1"), "dead", "done", 1, "slow")
+        # It succeeded: a replay must not run it again.
+        before = self.snapshot()
+        self.assert_error("BATON_NOT_FOUND", self.b.dlq_replay, TYPE, "t1")
+        self.assertEqual(self.snapshot(), before)
+        self.assertEqual(self.enqueue("t1"), ("duplicate", "done"))
+
+    def test_replay_of_a_foreign_entry_is_refused(self):
+        sid = self.r.xadd(self.k.stream(TYPE), {"foo": "bar", "n": "1"}).decode()
+        self.assertEqual(self.dequeue(), [])
+        dead_id = f"malformed-{sid}"
+        self.assertEqual(self.b.record(dead_id), ("dead", TYPE, 1, ""))
+        before = self.snapshot()
+        message = self.assert_error("BATON_CONFLICT", self.b.dlq_replay, TYPE, dead_id)
+        self.assertIn("cannot replay", message)
+        # A new payload does not fix the fields a foreign entry lacks.
+        self.assert_error("BATON_CONFLICT", self.b.dlq_replay, TYPE, dead_id, b'{"a":1}')
+        self.assertEqual(self.snapshot(), before)
+        self.assertEqual(self.b.dlq_delete(TYPE, dead_id), "deleted")  # the way out
+
+    def test_replay_of_a_corrupt_body_is_refused(self):
+        status, due = self.enqueue("t1", run_at_ms=self.soon_ms())
+        self.r.hset(self.k.bodies(), "t1", "not json")
+        self.assertEqual(self.promote_when_due(due)[0], 1)
+        self.assertEqual(self.dequeue(), [])
+        self.assertEqual(self.b.record("t1")[0], "dead")
+        before = self.snapshot()
+        message = self.assert_error("BATON_CONFLICT", self.b.dlq_replay, TYPE, "t1",
+                                    b'{"a":1}')
+        self.assertIn("max_retry is not an integer", message)
+        self.assertEqual(self.snapshot(), before)
+
+    def test_a_malformed_payload_can_be_replayed_with_a_new_one(self):
+        fields = {"id": "m1", "max_retry": "2", "delay_seconds": "0",
+                  "created_at": str(CREATED), "execution_timeout": "", "extra": "",
+                  "attempt": "0"}  # no payload
+        self.r.xadd(self.k.stream(TYPE), fields)
+        self.assertEqual(self.dequeue(), [])
+        self.assertEqual(self.b.record("m1")[0], "dead")
+        before = self.snapshot()
+        message = self.assert_error("BATON_CONFLICT", self.b.dlq_replay, TYPE, "m1")
+        self.assertIn("replay it with a new payload", message)
+        self.assertEqual(self.snapshot(), before)
+        sid = self.b.dlq_replay(TYPE, "m1", b'{"fixed":true}')
+        e = self.dequeue_one()
+        self.assertEqual((e.sid, e.id, e.payload, e.max_retry, e.attempt),
+                         (sid, "m1", b'{"fixed":true}', 2, 0))
+        self.assertEqual(self.ack([e]), ["done"])
 
 
 class LeaseTest(ProtocolTestCase):
-    def test_reclaim_takes_back_an_idle_entry_as_a_lease_expired_attempt(self):
+    def test_reclaim_never_takes_a_live_lease_whoever_calls(self):
         self.enqueue("t1", max_retry=1)
-        self.enqueue("t2", max_retry=1)
-        first = self.dequeue("crashed", count=1)[0]
-        self.assertEqual(self.b.reclaim(TYPE, GROUP, 60000, 10, **FAST), (0, 0, 0))
-        time.sleep(0.3)
-        second = self.dequeue("alive", count=1)[0]  # not idle for long: stays
-        self.assertEqual(self.b.reclaim(TYPE, GROUP, 250, 10, reaper="reaper-1", **FAST),
-                         (1, 1, 0))
-        self.assertEqual(self.b.record(first.id)[:3], ("retry", TYPE, 1))
-        self.assertEqual(self.b.record(second.id), ("queued", TYPE, 0, second.sid))
-        (err,) = self.b.errors(first.id)
-        self.assertEqual((err["kind"], err["worker"]), ("lease_expired", "crashed"))
-        self.assertRegex(err["error"], r"^lease expired after \d+ ms on consumer crashed$")
-        event = self.last_event(first.id)
-        self.assert_event(event, "active", "retry", 1, "reaper-1", err["error"])
-        self.assertEqual(self.pending(), 1)
-        # Honours max_retry: the second lost lease is the last attempt.
-        self.promote_when_due(self.r.zscore(self.k.scheduled(TYPE), first.id))
-        again = self.dequeue("crashed", count=1)[0]
-        self.assertEqual((again.id, again.attempt), (first.id, 1))
-        time.sleep(0.1)
-        self.b.ack(TYPE, GROUP, [(second.id, second.sid)], "alive")
-        self.assertEqual(self.b.reclaim(TYPE, GROUP, 50, 10, **FAST), (1, 0, 1))
-        self.assertEqual(self.b.record(first.id)[:3], ("dead", TYPE, 2))
-        self.assertEqual([e["kind"] for e in self.b.errors(first.id)], ["lease_expired"] * 2)
+        delivery = self.b.dequeue(TYPE, GROUP, "holder", 1, lease_ms=60000)
+        (e,) = delivery.entries
+        # XPENDING idle time is not the lease: even an entry idle for an hour stays.
+        self.r.xclaim(self.k.stream(TYPE), GROUP, "holder", 0, [e.sid], idle=3600000,
+                      justid=True)
+        (p,) = self.r.xpending_range(self.k.stream(TYPE), GROUP, "-", "+", 10)
+        self.assertGreaterEqual(p["time_since_delivered"], 3600000)
+        before = self.snapshot()
+        for count, base, cap, seed, reaper in ((1, 0, 0, 0, "r1"), (1000, 1, 1, 99, "r2"),
+                                               (10, 2000, 600000, 7, "holder")):
+            caller = bp.Baton(self.server.client(), NS)
+            reply = caller.reclaim(TYPE, count, base, cap, seed, reaper)
+            caller.r.close()
+            self.assertEqual(reply[:4], (0, 0, 0, delivery.lease_deadline_ms))
+            self.assertLess(reply.now_ms, delivery.lease_deadline_ms)
+        self.assertEqual(self.snapshot(), before)
+        self.assertEqual(self.b.record("t1"), ("queued", TYPE, 0, e.sid))
 
-    def test_reclaim_without_a_group_does_nothing(self):
-        self.enqueue("t1")
-        self.assertEqual(self.b.reclaim(TYPE, GROUP, 0, 10), (0, 0, 0))
+    def test_extend_moves_the_deadline_and_reclaim_takes_the_task_after_it(self):
+        self.enqueue("t1", max_retry=1)
+        delivery = self.b.dequeue(TYPE, GROUP, "holder", 1, lease_ms=1000)
+        (e,) = delivery.entries
+        first = delivery.lease_deadline_ms
+        time.sleep(0.5)
+        before = self.now_ms()
+        self.assertEqual(self.b.extend(TYPE, GROUP, "holder", [(e.id, e.sid)], 1000), [e.sid])
+        second = self.lease("t1")
+        self.assertTrue(before + 1000 <= second <= self.now_ms() + 1000, (first, second))
+        self.sleep_until(first + 20)
+        # The first deadline passed, the moved one did not: nothing is taken.
+        reply = self.b.reclaim(TYPE, 10, **FAST)
+        self.assertEqual(reply[:4], (0, 0, 0, second))
+        self.assertEqual(self.b.record("t1"), ("queued", TYPE, 0, e.sid))
+        self.sleep_until(second)
+        reply = self.b.reclaim(TYPE, 10, reaper="reaper-1", **FAST)
+        self.assertEqual(reply[:4], (1, 1, 0, -1))
+        self.assertGreater(reply.now_ms, second)
+        self.assertEqual(self.b.record("t1")[:3], ("retry", TYPE, 1))
+        self.assertIsNone(self.lease("t1"))
+        self.assertEqual(self.pending(), 0)
+        (err,) = self.b.errors("t1")
+        self.assertEqual((err["kind"], err["worker"]), ("lease_expired", "holder"))
+        m = re.fullmatch(r"lease expired at (\d+) \((\d+) ms ago\) on consumer holder",
+                         err["error"])
+        self.assertIsNotNone(m, err["error"])
+        self.assertEqual(int(m.group(1)), second)
+        self.assert_event(self.last_event("t1"), "active", "retry", 1, "reaper-1", err["error"])
+        # The holder learns it lost the task: extend no longer lists it, fail is stale.
+        self.assertEqual(self.b.extend(TYPE, GROUP, "holder", [(e.id, e.sid)]), [])
+        self.assertEqual(self.fail_task(e, consumer="holder"), ("stale", "", 0))
 
-    def test_reclaim_count_bounds_the_batch(self):
-        self.b.enqueue(TYPE, [self.spec(f"t{i}") for i in range(5)])
+    def test_reclaim_follows_the_retry_policy(self):
+        self.enqueue("t1", max_retry=1)
+        self.dequeue_one("crashed")
+        self.expire_lease("t1")
+        self.assertEqual(self.b.reclaim(TYPE, 10, **FAST)[:3], (1, 1, 0))
+        self.promote_when_due(self.r.zscore(self.k.scheduled(TYPE), "t1"))
+        again = self.dequeue_one("crashed")
+        self.assertEqual((again.id, again.attempt), ("t1", 1))
+        self.expire_lease("t1")
+        self.assertEqual(self.b.reclaim(TYPE, 10, **FAST)[:3], (1, 0, 1))
+        self.assertEqual(self.b.record("t1")[:3], ("dead", TYPE, 2))
+        self.assertEqual([e["kind"] for e in self.b.errors("t1")], ["lease_expired"] * 2)
+
+    def test_reclaim_count_bounds_the_batch_and_reports_the_next_deadline(self):
+        self.assertEqual(self.b.reclaim(TYPE, 10)[:4], (0, 0, 0, -1))
+        self.b.enqueue(TYPE, [self.spec(f"t{i}") for i in range(6)])
         self.dequeue(count=5)
-        time.sleep(0.06)
-        self.assertEqual(self.b.reclaim(TYPE, GROUP, 50, 2, seed=7, **FAST), (2, 2, 0))
-        self.assertEqual(self.b.reclaim(TYPE, GROUP, 50, 10, seed=8, **FAST), (3, 3, 0))
+        live = self.b.dequeue(TYPE, GROUP, "c2", 1, lease_ms=60000)
+        for i in range(5):
+            self.expire_lease(f"t{i}")
+        reply = self.b.reclaim(TYPE, 2, seed=7, **FAST)
+        self.assertEqual(reply[:3], (2, 2, 0))
+        self.assertLessEqual(reply.next_deadline_ms, reply.now_ms)  # more expired: call again
+        reply = self.b.reclaim(TYPE, 10, seed=8, **FAST)
+        self.assertEqual(reply[:4], (3, 3, 0, live.lease_deadline_ms))
+        self.assertEqual(self.r.zcard(self.k.leases(TYPE)), 1)
 
-    def test_extend_keeps_the_lease_and_reports_sids_no_longer_held(self):
+    def test_a_batch_of_reclaims_gets_different_jitter(self):
+        self.b.enqueue(TYPE, [self.spec(f"t{i}") for i in range(4)])
+        self.dequeue(count=4)
+        for i in range(4):
+            self.expire_lease(f"t{i}")
+        self.b.reclaim(TYPE, 10, base_ms=100000, max_ms=100000, seed=12345)
+        dues = {int(s) for _, s in self.r.zrange(self.k.scheduled(TYPE), 0, -1,
+                                                  withscores=True)}
+        self.assertGreater(len(dues), 1)
+
+    def test_extend_holds_only_the_callers_tasks(self):
         self.b.enqueue(TYPE, [self.spec("t1"), self.spec("t2"), self.spec("t3")])
-        mine = self.dequeue("me", count=2)
-        other = self.dequeue("other", count=1)[0]
-        time.sleep(0.3)
-        sids = [e.sid for e in mine] + [other.sid, "1-1"]
-        self.assertEqual(self.b.extend(TYPE, GROUP, "me", sids), [mine[0].sid, mine[1].sid])
-        idle = {p["message_id"].decode(): p["time_since_delivered"]
-                for p in self.r.xpending_range(self.k.stream(TYPE), GROUP, "-", "+", 10)}
-        self.assertLess(idle[mine[0].sid], 250)
-        self.assertGreaterEqual(idle[other.sid], 300)
+        mine = self.b.dequeue(TYPE, GROUP, "me", 2, lease_ms=2000).entries
+        other = self.b.dequeue(TYPE, GROUP, "other", 1, lease_ms=2000).entries[0]
+        other_deadline = self.lease("t3")
+        self.b.configure(lease_ms=50000)
+        before = self.now_ms()
+        tasks = [(e.id, e.sid) for e in mine] + [(other.id, other.sid), ("ghost", "1-1"),
+                                                  (mine[0].id, other.sid)]
+        held = self.b.extend(TYPE, GROUP, "me", tasks)  # lease 0: the namespace's setting
+        self.assertEqual(held, [mine[0].sid, mine[1].sid])
+        for e in mine:
+            self.assertTrue(before + 50000 <= self.lease(e.id) <= self.now_ms() + 50000)
+        self.assertEqual(self.lease("t3"), other_deadline)  # never touched, never taken
         owners = {p["message_id"].decode(): p["consumer"].decode()
                   for p in self.r.xpending_range(self.k.stream(TYPE), GROUP, "-", "+", 10)}
-        self.assertEqual(owners[other.sid], "other")  # never taken over
-        # Only the entry that was not extended is reclaimed; after that "me" still holds both,
-        # and "other" no longer holds its entry.
-        self.assertEqual(self.b.reclaim(TYPE, GROUP, 250, 10, **FAST)[0], 1)
-        self.assertEqual(self.b.extend(TYPE, GROUP, "me", [e.sid for e in mine]),
-                         [e.sid for e in mine])
-        self.assertEqual(self.b.extend(TYPE, GROUP, "other", [other.sid]), [])
+        self.assertEqual(owners[other.sid], "other")
+        self.assertEqual(self.b.extend(TYPE, GROUP, "nobody", [(e.id, e.sid) for e in mine]),
+                         [])
+        self.assertEqual(self.b.extend(TYPE, "other-group", "me", [(mine[0].id, mine[0].sid)]),
+                         [])
+        self.assert_error("BATON_INVALID lease_ms", self.b.extend, TYPE, GROUP, "me",
+                          [(mine[0].id, mine[0].sid)], 999)
 
-    def test_extend_reports_an_entry_deleted_from_the_stream_as_not_held(self):
+    def test_a_worker_whose_deadline_passed_keeps_its_task_until_reclaimed(self):
         self.enqueue("t1")
+        e = self.dequeue_one("slow")
+        self.expire_lease("t1")
+        self.assertEqual(self.b.extend(TYPE, GROUP, "slow", [(e.id, e.sid)], 5000), [e.sid])
+        self.assertGreater(self.lease("t1"), self.now_ms())
+        self.assertEqual(self.b.reclaim(TYPE, 10)[:3], (0, 0, 0))
+
+    def test_a_leased_entry_deleted_from_the_stream_is_recorded_as_lost(self):
+        self.enqueue("t1", max_retry=3)
         e = self.dequeue_one("me")
         self.r.xdel(self.k.stream(TYPE), e.sid)
-        self.assertEqual(self.b.extend(TYPE, GROUP, "me", [e.sid]), [])
+        self.expire_lease("t1")
+        self.assertEqual(self.b.reclaim(TYPE, 10, **FAST)[:3], (1, 0, 1))
+        self.assertEqual(self.b.record("t1")[:3], ("dead", TYPE, 1))
+        self.assertIn(f"(stream entry {e.sid} was missing: body lost)",
+                      self.b.errors("t1")[0]["error"])
         self.assertEqual(self.pending(), 0)
 
-    def test_ack_of_a_dead_task_is_gone_and_it_stays_dead(self):
-        self.enqueue("t1", max_retry=0)
-        e = self.dequeue_one("slow")
-        time.sleep(0.06)
-        self.assertEqual(self.b.reclaim(TYPE, GROUP, 50, 10, **FAST), (1, 0, 1))
-        self.assertEqual(self.b.ack(TYPE, GROUP, [(e.id, e.sid)], "slow"), ["gone"])
-        self.assertEqual(self.b.record("t1")[0], "dead")
-        self.assertEqual(self.r.zcard(self.k.dead(TYPE)), 1)
-        self.assertIsNone(self.b.final_record("t1"))
+    def test_a_lease_without_a_delivered_task_is_dropped(self):
+        self.enqueue("t1")
+        self.r.zadd(self.k.leases(TYPE), {"ghost": 1, "t1": 1})  # t1 is queued, not delivered
+        self.assertEqual(self.b.reclaim(TYPE, 10)[:4], (0, 0, 0, -1))
+        self.assertEqual(self.r.zcard(self.k.leases(TYPE)), 0)
+        self.assertEqual(self.b.record("t1")[0], "queued")
+        self.assertEqual([e.id for e in self.dequeue()], ["t1"])
 
     def test_stale_ack_after_reclaim_removes_the_waiting_retry(self):
         self.enqueue("t1")
         e = self.dequeue_one("slow")
-        time.sleep(0.06)
-        self.assertEqual(self.b.reclaim(TYPE, GROUP, 50, 10, base_ms=60000, max_ms=60000)[1], 1)
-        self.assertEqual(self.b.ack(TYPE, GROUP, [(e.id, e.sid)], "slow"), ["stale_done"])
+        self.expire_lease("t1")
+        self.assertEqual(self.b.reclaim(TYPE, 10, base_ms=60000, max_ms=60000).retried, 1)
+        self.assertEqual(self.ack([e], "slow"), ["stale_done"])
         self.assertEqual(self.r.zcard(self.k.scheduled(TYPE)), 0)
         self.assertIsNone(self.b.record("t1"))
         self.assertIsNone(self.b.body("t1"))
         self.assertIsNone(self.b.errors("t1"))
-        marker = self.b.final_record("t1")
-        self.assertEqual((marker["state"], marker["attempts"]), ("done", 1))
+        self.assertEqual(self.b.final_state("t1")[0], "done")
         self.assert_event(self.last_event("t1"), "retry", "done", 1, "slow")
 
     def test_stale_ack_after_the_retry_was_promoted_removes_the_new_copy(self):
         self.enqueue("t1")
         e = self.dequeue_one("slow")
-        time.sleep(0.06)
-        self.b.reclaim(TYPE, GROUP, 50, 10, **FAST)
+        self.expire_lease("t1")
+        self.b.reclaim(TYPE, 10, **FAST)
         self.promote_when_due(self.r.zscore(self.k.scheduled(TYPE), "t1"))
         self.assertEqual(self.r.xlen(self.k.stream(TYPE)), 1)
-        self.assertEqual(self.b.ack(TYPE, GROUP, [(e.id, e.sid)], "slow"), ["stale_done"])
+        self.assertEqual(self.ack([e], "slow"), ["stale_done"])
         self.assertEqual(self.r.xlen(self.k.stream(TYPE)), 0)
         self.assertEqual(self.dequeue(), [])
 
-    def test_fail_after_reclaim_is_stale(self):
+    def test_fail_after_reclaim_is_stale_and_writes_nothing(self):
         self.enqueue("t1")
         e = self.dequeue_one("slow")
-        time.sleep(0.06)
-        self.b.reclaim(TYPE, GROUP, 50, 10, **FAST)
-        before = self.digest()
-        self.assertEqual(self.fail(e, consumer="slow"), ("stale", "", 0))
-        self.assertEqual(self.digest(), before)
+        self.expire_lease("t1")
+        self.b.reclaim(TYPE, 10, **FAST)
+        before = self.snapshot()
+        self.assertEqual(self.fail_task(e, consumer="slow"), ("stale", "", 0))
+        self.assertEqual(self.snapshot(), before)
 
 
 class MalformedEntryTest(ProtocolTestCase):
@@ -310,9 +466,9 @@ class MalformedEntryTest(ProtocolTestCase):
         sid_noid = self.raw(**self.full(id=None))
         sid_badid = self.raw(**self.full(id="bad id|x"))
         self.enqueue("good2")
-        entries, last_id = self.b.dequeue(TYPE, GROUP, "c1", 100)
-        self.assertEqual([e.id for e in entries], ["good1", "good2"])
-        self.assertEqual(last_id, "")
+        delivery = self.b.dequeue(TYPE, GROUP, "c1", 100)
+        self.assertEqual([e.id for e in delivery.entries], ["good1", "good2"])
+        self.assertEqual(delivery.last_id, "")
         expected = {
             "m1": "missing field payload",
             "m2": "max_retry is not an integer",
@@ -329,10 +485,13 @@ class MalformedEntryTest(ProtocolTestCase):
             self.assertEqual(err["kind"], "malformed")
             self.assertEqual(err["error"], f"malformed stream entry {sids[task_id]}: {reason}")
             self.assertEqual(self.b.record(task_id), ("dead", TYPE, 1, ""))
-            self.assert_event(self.last_event(task_id), "queued", "dead", 1, "c1", err["error"])
+            self.assert_event(self.last_event(task_id), "queued", "dead", 1, "c1", err["error"],
+                              ids=[task_id])
+            self.assertIsNone(self.lease(task_id))
         self.assertEqual(self.b.body("m2")["max_retry"], "three")
-        # Acked and deleted: only the two good tasks remain in the stream and the PEL.
-        self.assertEqual((self.r.xlen(self.k.stream(TYPE)), self.pending()), (2, 2))
+        # Acked and deleted: only the two good tasks remain in the stream, the PEL and leases.
+        self.assertEqual((self.r.xlen(self.k.stream(TYPE)), self.pending(),
+                          self.r.zcard(self.k.leases(TYPE))), (2, 2, 2))
 
     def test_created_at_is_checked_on_every_entry(self):
         self.enqueue("good1")
@@ -356,8 +515,7 @@ class MalformedEntryTest(ProtocolTestCase):
 
     def test_a_batch_of_only_malformed_entries_gives_an_id_to_block_after(self):
         sid = self.raw(junk="1")
-        entries, last_id = self.b.dequeue(TYPE, GROUP, "c1", 1)
-        self.assertEqual((entries, last_id), ([], sid))
+        self.assertEqual(self.b.dequeue(TYPE, GROUP, "c1", 1), ([], sid, 0))
         self.assertEqual(self.r.zcard(self.k.dead(TYPE)), 1)
 
     def test_stale_copy_is_dropped(self):
@@ -370,15 +528,20 @@ class MalformedEntryTest(ProtocolTestCase):
         self.assertEqual((event["from"], event["to"], event["error"]),
                          ("queued", "deleted", f"stale copy {copy}"))
 
-    def test_malformed_pending_entry_is_buried_by_reclaim(self):
+    def test_malformed_leased_entry_is_buried_by_reclaim(self):
+        # A record, a lease and a delivery made by hand around an entry no enqueue wrote.
         sid = self.raw(**self.full(id="m1", attempt="x"))
+        self.r.hset(self.k.tasks(), "m1", f"queued|{TYPE}|0|{sid}")
         self.r.xgroup_create(self.k.stream(TYPE), GROUP, id="0")
         self.r.xreadgroup(GROUP, "rogue", {self.k.stream(TYPE): ">"})  # bypasses the checks
-        time.sleep(0.06)
-        self.assertEqual(self.b.reclaim(TYPE, GROUP, 50, 10), (1, 0, 1))
-        self.assertEqual(self.b.errors("m1")[0]["error"],
-                         f"malformed stream entry {sid}: attempt is not an integer")
-        self.assertEqual(self.pending(), 0)
+        self.r.zadd(self.k.leases(TYPE), {"m1": self.now_ms() - 10})
+        self.assertEqual(self.b.reclaim(TYPE, 10, reaper="reaper-1")[:3], (1, 0, 1))
+        (err,) = self.b.errors("m1")
+        self.assertEqual((err["kind"], err["error"], err["worker"]),
+                         ("malformed", f"malformed stream entry {sid}: attempt is not an integer",
+                          "rogue"))
+        self.assertEqual((self.pending(), self.r.zcard(self.k.leases(TYPE))), (0, 0))
+        self.assertEqual(self.b.record("m1")[0], "dead")
 
     def test_corrupt_body_surfaces_as_malformed_on_the_next_dequeue(self):
         status, due = self.enqueue("t1", run_at_ms=self.soon_ms())
@@ -402,7 +565,7 @@ class RoundTripTest(ProtocolTestCase):
         self.promote_when_due(due)
         e = self.dequeue_one()
         self.assertEqual((e.payload, e.extra), (self.PAYLOAD, self.EXTRA))
-        self.fail(e, **FAST)
+        self.fail_task(e, **FAST)
         self.promote_when_due(self.r.zscore(self.k.scheduled(TYPE), "t1"))
         e = self.dequeue_one()
         self.assertEqual((e.payload, e.extra, e.attempt), (self.PAYLOAD, self.EXTRA, 1))
@@ -413,8 +576,13 @@ class RoundTripTest(ProtocolTestCase):
         self.assertEqual(parsed["payload"]["s"], "é\x00x")
         self.assertEqual(parsed["future_field"], [1.5, {"k": None}])
         self.assertEqual(parsed["task_id"], "t1")
-        # And through the dead-letter queue and a replay.
-        self.fail(e, kind="non_retryable")
+        # Through a lost lease, the dead-letter queue and a replay.
+        self.expire_lease("t1")
+        self.b.reclaim(TYPE, 10, **FAST)
+        self.promote_when_due(self.r.zscore(self.k.scheduled(TYPE), "t1"))
+        e = self.dequeue_one()
+        self.assertEqual((e.payload, e.extra, e.attempt), (self.PAYLOAD, self.EXTRA, 2))
+        self.fail_task(e, kind="non_retryable")
         self.b.dlq_replay(TYPE, "t1")
         e = self.dequeue_one()
         self.assertEqual((e.payload, e.extra, e.attempt), (self.PAYLOAD, self.EXTRA, 0))
