@@ -6,7 +6,7 @@
 # Redis processes per second over a window (bench/idle_stats.py: INFO total_commands_processed and
 # commandstats deltas, and the clients' round trips seen by MONITOR).
 #   bench/run_idle.sh [--seconds 20] [--settle 5] [-- extra `baton work` flags...]
-# e.g. `bench/run_idle.sh -- --no-maintenance` measures workers that leave maintenance to batond.
+# e.g. `bench/run_idle.sh -- --maintenance` measures workers that also promote and reclaim.
 # BUILD_DIR (default build/release) selects the build to use; without it the release build is
 # made first.
 set -euo pipefail

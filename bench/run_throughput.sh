@@ -11,7 +11,7 @@
 #   bench/run_throughput.sh [--tasks 200000]
 # BULLMQ_TASKS (default: bench_throughput's task count) sets BullMQ's count; its rate is always
 # its own count over its own time. BUILD_DIR (default build/release) selects the build to use;
-# without it the release build is made first. Needs node >= 20 and npm.
+# without it the release build is made first. Needs node >= 18 and npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${BUILD_DIR:-}" ]; then

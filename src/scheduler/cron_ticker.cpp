@@ -233,15 +233,25 @@ StatusOr<CronRunResult> CronTicker::RunOnceLocked(std::chrono::system_clock::tim
   const std::string state_key(kCronStateKey);
   CronRunResult result;
 
+  // The state is read with the definitions when the last pass saw some (one round trip), and
+  // not at all while there are none (an idle Redis without cron jobs: one command per pass).
+  const bool expect_jobs = !cache_.empty();
   conn_->Append({"HGETALL", std::string(Keys::kCron)});
-  conn_->Append({"HGETALL", state_key});
+  if (expect_jobs) conn_->Append({"HGETALL", state_key});
   StatusOr<std::vector<Reply>> replies = conn_->Flush();
   if (!replies.ok()) return replies.status().WithContext("cron");
   for (const Reply& r : *replies) {
     if (r.is_error()) return Status::Internal("cron: HGETALL: " + r.str);
   }
   const std::map<std::string, std::string> definitions = HashFromReply((*replies)[0]);
-  std::map<std::string, std::string> state = HashFromReply((*replies)[1]);
+  if (!expect_jobs && !definitions.empty()) {
+    StatusOr<Reply> state_reply = conn_->Command({"HGETALL", state_key});
+    if (!state_reply.ok()) return state_reply.status().WithContext("cron");
+    if (state_reply->is_error()) return Status::Internal("cron: HGETALL: " + state_reply->str);
+    replies->push_back(std::move(*state_reply));
+  }
+  std::map<std::string, std::string> state =
+      replies->size() > 1 ? HashFromReply((*replies)[1]) : std::map<std::string, std::string>{};
 
   // Forget cached definitions of deleted jobs.
   std::erase_if(cache_, [&](const auto& kv) { return !definitions.contains(kv.first); });

@@ -94,6 +94,8 @@ Status WakeupSubscriber::Subscribe() {
     Disconnect();
     return Status::Unavailable("subscriber: connect: " + why);
   }
+  // A subscriber only reads: TCP keepalive lets it notice a peer that vanished silently.
+  if (endpoint_.unix_socket.empty()) redisEnableKeepAlive(ctx_);
   if (!endpoint_.password.empty()) {
     std::vector<std::string> auth = {"AUTH"};
     if (!endpoint_.username.empty()) auth.push_back(endpoint_.username);
@@ -123,7 +125,7 @@ Status WakeupSubscriber::Subscribe() {
 Status WakeupSubscriber::Start() {
   stopping_ = false;
   Status first = Subscribe();
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this, first] { Loop(first); });
   return first;
 }
 
@@ -142,13 +144,11 @@ void WakeupSubscriber::Dispatch(std::string_view channel, std::string_view paylo
   }
 }
 
-void WakeupSubscriber::Loop() {
+void WakeupSubscriber::Loop(const Status& first) {
   Backoff backoff;
   OutageLog outage("subscriber");
   // When the first subscribe failed, on_resubscribed runs once a later one works.
-  if (ctx_ == nullptr) {
-    outage.Failed(log_, Status::Unavailable("subscriber: not connected"), backoff.Peek());
-  }
+  if (!first.ok()) outage.Failed(log_, first, backoff.Peek());
   while (!stopping_) {
     if (ctx_ == nullptr) {
       // Sleep the backoff in small steps so Stop() stays prompt.

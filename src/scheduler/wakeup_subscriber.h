@@ -58,7 +58,7 @@ class WakeupSubscriber {
  private:
   Status Subscribe();  // (re)connects ctx_ and subscribes
   void Disconnect();
-  void Loop();
+  void Loop(const Status& first);  // first: the outcome of the subscribe in Start()
   void Dispatch(std::string_view channel, std::string_view payload);
 
   RedisEndpoint endpoint_;
