@@ -123,9 +123,11 @@ local function flush_events(ctx)
   local groups = ctx.event_groups
   for g = 1, #groups do
     local e = groups[g]
-    call('XADD', ctx.keys.events, '*', 'type', e.type, 'from', e.from, 'to', e.to,
+    if #e.ids > 0 then
+      call('XADD', ctx.keys.events, '*', 'type', e.type, 'from', e.from, 'to', e.to,
       'worker', e.worker, 'ids', concat(e.ids, ' '), 'attempts', concat(e.attempts, ' '),
-      'error', e.error)
+        'error', e.error)
+    end
   end
   call('XTRIM', ctx.keys.events, 'MAXLEN', '~', ctx.config.events_maxlen)
 end
@@ -253,9 +255,12 @@ local TYPED = { stream = true, scheduled = true, dead = true, leases = true, res
 
 -- keys: KEYS; spec: the kinds in KEYS order, spec[1] typed (its TYPE is the call's type) or not.
 -- Returns a table kind -> key name, with .ns, .type (nil for an untyped first key) and .prefix.
--- Raises BATON_INVALID KEYS[i] for a key that is not the expected one, and KEYS when the fixed
--- part has too few keys.
-local function bind_keys(keys, spec)
+-- Raises BATON_INVALID KEYS[i] for a key that is not the expected one, and KEYS when there are
+-- too few keys (or, with `exact`, another number than the spec's).
+local function bind_keys(keys, spec, exact)
+  if exact and #keys ~= #spec then
+    invalid('KEYS', 'expected ' .. #spec .. ' keys (' .. concat(spec, ', ') .. '), got ' .. #keys)
+  end
   if #keys < #spec then
     invalid('KEYS', 'expected at least ' .. #spec .. ' keys (' .. concat(spec, ', ') .. '), got ' ..
       #keys)
@@ -620,6 +625,20 @@ local function emit(ctx, id, from, to, attempt, worker, err)
   local n = #g.ids + 1
   g.ids[n] = id
   g.attempts[n] = attempt
+end
+
+-- Opens the events entry of a batch (the hot paths' emit()) at this point of the call's events:
+-- the caller appends to its ids and attempts lists. false when the namespace keeps no events.
+local function open_batch(ctx, from, to, worker)
+  if not ctx.config.with_events then
+    return false
+  end
+  event_ctx = ctx
+  local g = { type = ctx.type, from = from, to = to, worker = worker, ids = {}, attempts = {},
+    error = '' }
+  local groups = ctx.event_groups
+  groups[#groups + 1] = g
+  return g
 end
 
 ---------------------------------------------------------------------------------------------------

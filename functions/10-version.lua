@@ -23,7 +23,7 @@ baton_v2_configure: reads and changes the settings of one namespace.
   Events: none.
 ]]
 register('baton_v2_configure', function(keys, args)
-  local k = bind_keys(keys, { 'config' })
+  local k = bind_keys(keys, { 'config' }, true)
   if #args % 2 ~= 0 then
     invalid('ARGV', 'expected setting, value pairs, got ' .. #args .. ' values')
   end

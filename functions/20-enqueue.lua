@@ -136,7 +136,7 @@ register('baton_v2_enqueue', function(keys, args)
   local scheduled_record = 'scheduled|' .. task_type .. '|0|'
   local out = {}
   local new_records, r = {}, 0
-  local queued_ids, q = {}, 0
+  local batch, q = nil, 0 -- the new -> queued events entry, opened at the first queued task
   local seen = {} -- id -> state given earlier in this batch
   local old_earliest, looked, min_due = nil, false, nil
   b = 1
@@ -166,8 +166,14 @@ register('baton_v2_enqueue', function(keys, args)
         new_records[r + 1] = id
         new_records[r + 2] = queued_prefix .. sid
         r = r + 2
-        q = q + 1
-        queued_ids[q] = id
+        if batch == nil then
+          batch = open_batch(ctx, 'new', 'queued', '')
+        end
+        if batch then
+          q = q + 1
+          batch.ids[q] = id
+          batch.attempts[q] = '0'
+        end
         seen[id] = 'queued'
         out[i] = { 'queued', sid }
       else
@@ -196,16 +202,7 @@ register('baton_v2_enqueue', function(keys, args)
     call_many('HSET', k.tasks, new_records)
     register_type(ctx)
   end
-  if q > 0 and with_events then
-    -- emit() for every queued task at once: one entry, attempts all 0
-    local zeros = {}
-    for j = 1, q do
-      zeros[j] = '0'
-    end
-    event_ctx = ctx
-    ctx.event_groups[#ctx.event_groups + 1] = { type = task_type, from = 'new', to = 'queued',
-      worker = '', ids = queued_ids, attempts = zeros, error = '' }
-  end
+
   wake_if_earlier(ctx, min_due, old_earliest)
   return out
 end)

@@ -33,10 +33,7 @@ each, and leases every delivered task to that consumer until now + lease_ms (ser
 local DEQUEUE_KEYS = { 'stream', 'leases', 'tasks', 'bodies', 'errors', 'dead', 'events', 'done',
   'ended', 'config' }
 register('baton_v2_dequeue', function(keys, args)
-  local k = bind_keys(keys, DEQUEUE_KEYS)
-  if #keys ~= #DEQUEUE_KEYS then
-    invalid('KEYS', 'expected ' .. #DEQUEUE_KEYS .. ' keys, got ' .. #keys)
-  end
+  local k = bind_keys(keys, DEQUEUE_KEYS, true)
   argc(args, 4, 'group, consumer, count, lease_ms')
   local group, consumer, count_text, lease_text = args[1], args[2], args[3], args[4]
   nonempty_arg(group, 'group')
@@ -119,6 +116,7 @@ register('baton_v2_dequeue', function(keys, args)
   local expected_prefix = 'queued|' .. k.type .. '|'
   local out, o = {}, 0
   local leases, l = {}, 0
+  local batch = nil -- the queued -> active events entry, opened at the first delivery
   for i = 1, n do
     local sid = list[i][1]
     local v = checked[i]
@@ -151,8 +149,13 @@ register('baton_v2_dequeue', function(keys, args)
       leases[l + 1] = deadline_text
       leases[l + 2] = v[2]
       l = l + 2
-      emit(ctx, v[2], 'queued', 'active', NEXT_TEXT[v[16]] or int_text(tonumber_(v[16]) + 1),
-        consumer, '')
+      if batch == nil then
+        batch = open_batch(ctx, 'queued', 'active', consumer)
+      end
+      if batch then
+        batch.ids[l / 2] = v[2]
+        batch.attempts[l / 2] = NEXT_TEXT[v[16]] or int_text(tonumber_(v[16]) + 1)
+      end
     elseif v and rec then
       drop_stale(ctx, v[2], sid, groups, v[16], consumer)
     else

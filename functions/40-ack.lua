@@ -32,10 +32,7 @@ baton_v2_ack: records success for N tasks of one (NS, TYPE), atomically.
 local ACK_KEYS = { 'stream', 'scheduled', 'leases', 'dead', 'tasks', 'bodies', 'errors', 'events',
   'done', 'ended', 'config' }
 register('baton_v2_ack', function(keys, args)
-  local k = bind_keys(keys, ACK_KEYS)
-  if #keys ~= #ACK_KEYS then
-    invalid('KEYS', 'expected ' .. #ACK_KEYS .. ' keys, got ' .. #keys)
-  end
+  local k = bind_keys(keys, ACK_KEYS, true)
   local group, consumer = args[1], args[2]
   nonempty_arg(group, 'group')
   nonempty_arg(consumer, 'consumer')
@@ -79,6 +76,7 @@ register('baton_v2_ack', function(keys, args)
   local newer_sids, s = {}, 0 -- stream copies of a waiting retry (stale ack)
   local seen = {} -- ids already acked in this call: a repeat is 'gone'
   local with_errors = false -- a task that failed before may have an error history
+  local batch, n_fresh = nil, 0 -- events entry of the first-run successes, opened at the first one
   for i = 1, n do
     local id = ids[i]
     if fresh[i] and not seen[id] then
@@ -86,7 +84,14 @@ register('baton_v2_ack', function(keys, args)
       out[i] = 'done'
       f = f + 1
       finished[f] = id
-      emit(ctx, id, 'active', 'done', '1', consumer, '')
+      if batch == nil then
+        batch = open_batch(ctx, 'active', 'done', consumer)
+      end
+      if batch then
+        n_fresh = n_fresh + 1
+        batch.ids[n_fresh] = id
+        batch.attempts[n_fresh] = '1'
+      end
     else
       local sid, rec = sids[i], records[i]
       local state, rtype, attempt, rsid

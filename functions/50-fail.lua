@@ -38,10 +38,7 @@ local FAIL_KINDS = { error = true, timeout = true, non_retryable = true, malform
 local FAIL_KEYS = { 'stream', 'scheduled', 'leases', 'dead', 'tasks', 'bodies', 'errors',
   'events', 'done', 'ended', 'config' }
 register('baton_v2_fail', function(keys, args)
-  local k = bind_keys(keys, FAIL_KEYS)
-  if #keys ~= #FAIL_KEYS then
-    invalid('KEYS', 'expected ' .. #FAIL_KEYS .. ' keys, got ' .. #keys)
-  end
+  local k = bind_keys(keys, FAIL_KEYS, true)
   argc(args, 10, 'group, consumer, id, SID, kind, error, stack, base_ms, max_ms, jitter')
   local group, consumer, id, sid, kind, message, stack =
     args[1], args[2], args[3], args[4], args[5], args[6], args[7]

@@ -34,10 +34,7 @@ heartbeating worker.
 local RECLAIM_KEYS = { 'stream', 'scheduled', 'leases', 'dead', 'tasks', 'bodies', 'errors',
   'events', 'done', 'ended', 'config' }
 register('baton_v2_reclaim', function(keys, args)
-  local k = bind_keys(keys, RECLAIM_KEYS)
-  if #keys ~= #RECLAIM_KEYS then
-    invalid('KEYS', 'expected ' .. #RECLAIM_KEYS .. ' keys, got ' .. #keys)
-  end
+  local k = bind_keys(keys, RECLAIM_KEYS, true)
   argc(args, 5, 'count, base_ms, max_ms, jitter_seed, reaper')
   local count_text = args[1]
   int_arg(count_text, 'count', 1, 1000)

@@ -20,10 +20,7 @@ now + lease_ms (server clock).
 ]]
 local EXTEND_KEYS = { 'stream', 'leases', 'tasks', 'config' }
 register('baton_v2_extend', function(keys, args)
-  local k = bind_keys(keys, EXTEND_KEYS)
-  if #keys ~= #EXTEND_KEYS then
-    invalid('KEYS', 'expected ' .. #EXTEND_KEYS .. ' keys, got ' .. #keys)
-  end
+  local k = bind_keys(keys, EXTEND_KEYS, true)
   local group, consumer, lease_text = args[1], args[2], args[3]
   nonempty_arg(group, 'group')
   nonempty_arg(consumer, 'consumer')

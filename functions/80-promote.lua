@@ -20,10 +20,7 @@ stream. Atomic: any number of promoters may call it at once; nothing is promoted
 ]]
 local PROMOTE_KEYS = { 'scheduled', 'stream', 'tasks', 'bodies', 'events', 'config' }
 register('baton_v2_promote', function(keys, args)
-  local k = bind_keys(keys, PROMOTE_KEYS)
-  if #keys ~= #PROMOTE_KEYS then
-    invalid('KEYS', 'expected ' .. #PROMOTE_KEYS .. ' keys, got ' .. #keys)
-  end
+  local k = bind_keys(keys, PROMOTE_KEYS, true)
   argc(args, 1, 'limit')
   local limit_text = args[1]
   int_arg(limit_text, 'limit', 1, 10000)

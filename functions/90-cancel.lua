@@ -23,10 +23,7 @@ or scheduled / retrying.
 local CANCEL_KEYS = { 'stream', 'scheduled', 'leases', 'tasks', 'bodies', 'errors', 'events',
   'done', 'ended', 'config' }
 register('baton_v2_cancel', function(keys, args)
-  local k = bind_keys(keys, CANCEL_KEYS)
-  if #keys ~= #CANCEL_KEYS then
-    invalid('KEYS', 'expected ' .. #CANCEL_KEYS .. ' keys, got ' .. #keys)
-  end
+  local k = bind_keys(keys, CANCEL_KEYS, true)
   argc(args, 1, 'id')
   local id = id_arg(args[1], 'id')
 

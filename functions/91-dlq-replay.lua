@@ -42,10 +42,7 @@ local function unreplayable(body)
 end
 
 register('baton_v2_dlq_replay', function(keys, args)
-  local k = bind_keys(keys, REPLAY_KEYS)
-  if #keys ~= #REPLAY_KEYS then
-    invalid('KEYS', 'expected ' .. #REPLAY_KEYS .. ' keys, got ' .. #keys)
-  end
+  local k = bind_keys(keys, REPLAY_KEYS, true)
   argc(args, 2, 'id, payload')
   local id, payload = id_arg(args[1], 'id'), args[2]
   if payload ~= '' then

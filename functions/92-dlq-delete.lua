@@ -17,10 +17,7 @@ enqueue during done_retention_s).
 ]]
 local DELETE_KEYS = { 'dead', 'tasks', 'bodies', 'errors', 'events', 'done', 'ended', 'config' }
 register('baton_v2_dlq_delete', function(keys, args)
-  local k = bind_keys(keys, DELETE_KEYS)
-  if #keys ~= #DELETE_KEYS then
-    invalid('KEYS', 'expected ' .. #DELETE_KEYS .. ' keys, got ' .. #keys)
-  end
+  local k = bind_keys(keys, DELETE_KEYS, true)
   argc(args, 1, 'id')
   local id = id_arg(args[1], 'id')
 

@@ -13,20 +13,11 @@ local function compare_sids(a, b)
   return 0
 end
 
--- A flat field/value reply as a table.
-local function as_map(flat)
-  local t = {}
-  for i = 1, #flat - 1, 2 do
-    t[flat[i]] = flat[i + 1]
-  end
-  return t
-end
-
 local function groups_by_name(stream)
   local out = {}
   local groups = call('XINFO', 'GROUPS', stream)
   for i = 1, #groups do
-    local g = as_map(groups[i])
+    local g = fields_by_name(groups[i])
     out[g['name']] = g
   end
   return out
@@ -50,7 +41,7 @@ takes over the backlog of a broken group G.
   Events: none (no task changes state).
 ]]
 register('baton_v2_rescue_start', function(keys, args)
-  local k = bind_keys(keys, RESCUE_KEYS)
+  local k = bind_keys(keys, RESCUE_KEYS, true)
   argc(args, 2, 'group, rescue_group')
   local group, rescue = nonempty_arg(args[1], 'group'), nonempty_arg(args[2], 'rescue_group')
   local stream, state = k.stream, k.rescue
@@ -61,7 +52,7 @@ register('baton_v2_rescue_start', function(keys, args)
   if call('EXISTS', stream) == 0 then
     raise('BATON_NOT_FOUND', 'stream ' .. stream .. ': nothing is queued for this type')
   end
-  local info = as_map(call('XINFO', 'STREAM', stream))
+  local info = fields_by_name(call('XINFO', 'STREAM', stream))
   local groups = groups_by_name(stream)
   if groups[rescue] then
     raise('BATON_CONFLICT', 'consumer group ' .. rescue .. ' already exists on ' .. stream ..
@@ -101,7 +92,7 @@ baton_v2_rescue_finish: ends a rescue and hands the queue back to group G.
   Events: none.
 ]]
 register('baton_v2_rescue_finish', function(keys, args)
-  local k = bind_keys(keys, RESCUE_KEYS)
+  local k = bind_keys(keys, RESCUE_KEYS, true)
   argc(args, 2, 'force, limit')
   if args[1] ~= '0' and args[1] ~= '1' then
     invalid('force', 'must be 0 or 1')
@@ -109,7 +100,7 @@ register('baton_v2_rescue_finish', function(keys, args)
   local force = args[1] == '1'
   local limit = int_arg(args[2], 'limit', 1, 1000000)
   local stream, state = k.stream, k.rescue
-  local st = as_map(call('HGETALL', state))
+  local st = fields_by_name(call('HGETALL', state))
   if not st['group'] then
     raise('BATON_NOT_FOUND', 'no rescue of this queue is in progress')
   end
