@@ -641,6 +641,19 @@ local function open_batch(ctx, from, to, worker)
   return g
 end
 
+-- Adds one task to a batch entry (nil: not opened yet, it opens here); returns the batch.
+local function add_to_batch(ctx, batch, from, to, worker, id, attempt)
+  if batch == nil then
+    batch = open_batch(ctx, from, to, worker)
+  end
+  if batch then
+    local n = #batch.ids + 1
+    batch.ids[n] = id
+    batch.attempts[n] = attempt
+  end
+  return batch
+end
+
 ---------------------------------------------------------------------------------------------------
 -- Scheduling
 

@@ -136,7 +136,7 @@ register('baton_v2_enqueue', function(keys, args)
   local scheduled_record = 'scheduled|' .. task_type .. '|0|'
   local out = {}
   local new_records, r = {}, 0
-  local batch, q = nil, 0 -- the new -> queued events entry, opened at the first queued task
+  local batch = nil -- the new -> queued events entry, opened at the first queued task
   local seen = {} -- id -> state given earlier in this batch
   local old_earliest, looked, min_due = nil, false, nil
   b = 1
@@ -166,14 +166,7 @@ register('baton_v2_enqueue', function(keys, args)
         new_records[r + 1] = id
         new_records[r + 2] = queued_prefix .. sid
         r = r + 2
-        if batch == nil then
-          batch = open_batch(ctx, 'new', 'queued', '')
-        end
-        if batch then
-          q = q + 1
-          batch.ids[q] = id
-          batch.attempts[q] = '0'
-        end
+        batch = add_to_batch(ctx, batch, 'new', 'queued', '', id, '0')
         seen[id] = 'queued'
         out[i] = { 'queued', sid }
       else

@@ -149,13 +149,8 @@ register('baton_v2_dequeue', function(keys, args)
       leases[l + 1] = deadline_text
       leases[l + 2] = v[2]
       l = l + 2
-      if batch == nil then
-        batch = open_batch(ctx, 'queued', 'active', consumer)
-      end
-      if batch then
-        batch.ids[l / 2] = v[2]
-        batch.attempts[l / 2] = NEXT_TEXT[v[16]] or int_text(tonumber_(v[16]) + 1)
-      end
+      batch = add_to_batch(ctx, batch, 'queued', 'active', consumer, v[2],
+        NEXT_TEXT[v[16]] or int_text(tonumber_(v[16]) + 1))
     elseif v and rec then
       drop_stale(ctx, v[2], sid, groups, v[16], consumer)
     else

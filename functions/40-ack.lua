@@ -76,7 +76,7 @@ register('baton_v2_ack', function(keys, args)
   local newer_sids, s = {}, 0 -- stream copies of a waiting retry (stale ack)
   local seen = {} -- ids already acked in this call: a repeat is 'gone'
   local with_errors = false -- a task that failed before may have an error history
-  local batch, n_fresh = nil, 0 -- events entry of the first-run successes, opened at the first one
+  local batch = nil -- the active -> done events entry, opened at the first success
   for i = 1, n do
     local id = ids[i]
     if fresh[i] and not seen[id] then
@@ -84,14 +84,7 @@ register('baton_v2_ack', function(keys, args)
       out[i] = 'done'
       f = f + 1
       finished[f] = id
-      if batch == nil then
-        batch = open_batch(ctx, 'active', 'done', consumer)
-      end
-      if batch then
-        n_fresh = n_fresh + 1
-        batch.ids[n_fresh] = id
-        batch.attempts[n_fresh] = '1'
-      end
+      batch = add_to_batch(ctx, batch, 'active', 'done', consumer, id, '1')
     else
       local sid, rec = sids[i], records[i]
       local state, rtype, attempt, rsid
@@ -125,7 +118,11 @@ register('baton_v2_ack', function(keys, args)
         end
         f = f + 1
         finished[f] = id
-        emit(ctx, id, from, 'done', attempts, consumer, '')
+        if from == 'active' then
+          batch = add_to_batch(ctx, batch, 'active', 'done', consumer, id, attempts)
+        else
+          emit(ctx, id, from, 'done', attempts, consumer, '')
+        end
       end
     end
   end
