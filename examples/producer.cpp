@@ -3,9 +3,17 @@
 #include <baton/client.h>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--help") {
+    std::puts(
+        "usage: baton_example_producer [REDIS_URL]\n"
+        "Enqueues the demo's tasks in namespace order: send_notification, cancel_unpaid "
+        "(delayed 3 s), flaky_inventory, charge_card (dies), and a duplicate id.");
+    return 0;
+  }
   baton::ClientOptions options;
   if (argc > 1) options.redis_url = argv[1];
   auto client = baton::Client::Connect(options);

@@ -11,6 +11,13 @@
 #include <string>
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--help") {
+    std::puts(
+        "usage: baton_example_worker [REDIS_URL]\n"
+        "Runs the demo's task types of namespace order (send_notification, cancel_unpaid, "
+        "flaky_inventory, charge_card) until SIGTERM or SIGINT.");
+    return 0;
+  }
   baton::WorkerOptions options;
   if (argc > 1) options.redis_url = argv[1];
   options.service = "demo-cpp";

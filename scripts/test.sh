@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/check_format.sh
 /usr/bin/python3 scripts/gen_protocol.py --check  # generated protocol constants are fresh
+/usr/bin/python3 scripts/check_doc_snippets.py      # code in the docs equals the examples CI runs
 scripts/build.sh release
 (cd build/release && ctest --output-on-failure -j2 --timeout 600)
 BATON_BUILD_DIR=build/release tests/install/check_install.sh
