@@ -34,8 +34,22 @@ std::string Redacted(const std::string& url) {
 
 }  // namespace
 
+namespace {
+
+// "baton COMMAND: " ("baton: " before a command was named).
+std::string LinePrefix(std::string_view command) {
+  return command.empty() ? "baton: " : "baton " + std::string(command) + ": ";
+}
+
+// JSON never aborts on bytes that are not UTF-8 (they may come from Redis): they become U+FFFD.
+std::string Dump(const nlohmann::json& document) {
+  return document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
 int Context::Fail(std::string_view command, const Status& status, std::string_view hint) {
-  std::string line = "baton " + std::string(command) + ": " + status.ToString();
+  std::string line = LinePrefix(command) + status.ToString();
   std::string help(hint);
   if (help.empty() && status.code() == StatusCode::kUnavailable) {
     help =
@@ -48,21 +62,20 @@ int Context::Fail(std::string_view command, const Status& status, std::string_vi
                             {"message", status.message()},
                             {"exit_code", code}};
     if (!help.empty()) error["hint"] = help;
-    std::cout << nlohmann::json{{"error", error}}.dump(2) << "\n";
+    std::cout << Dump(nlohmann::json{{"error", error}}) << "\n";
   }
   exit_code = code;
   return code;
 }
 
 int Context::Usage(std::string_view command, std::string_view message) {
-  std::cerr << "baton " << command << ": " << message << "\n  Run 'baton " << command
-            << " --help' for the options.\n";
+  std::cerr << LinePrefix(command) << message << "\n  Run 'baton "
+            << (command.empty() ? "" : std::string(command) + " ") << "--help' for the options.\n";
   if (global.json) {
-    std::cout << nlohmann::json{{"error",
-                                 {{"code", "usage"},
-                                  {"message", std::string(message)},
-                                  {"exit_code", kExitUsage}}}}
-                     .dump(2)
+    std::cout << Dump(nlohmann::json{{"error",
+                                      {{"code", "usage"},
+                                       {"message", std::string(message)},
+                                       {"exit_code", kExitUsage}}}})
               << "\n";
   }
   exit_code = kExitUsage;

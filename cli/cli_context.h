@@ -36,7 +36,7 @@ class Context {
   // Reports `status` (prefixed with the command name) and returns its exit code. `hint`, when not
   // empty, is a sentence saying what to do.
   int Fail(std::string_view command, const Status& status, std::string_view hint = "");
-  // Reports a command-line mistake the parser cannot see; returns kExitUsage.
+  // Reports a command-line mistake (from the parser, or one it cannot see); returns kExitUsage.
   int Usage(std::string_view command, std::string_view message);
 
   StatusOr<std::unique_ptr<Inspector>> OpenInspector(InspectorOptions options = {});

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "cron/cron_job.h"
 #include "cron_store.h"
+#include "option_rules.h"
 #include "output.h"
 
 namespace baton::cli {
@@ -264,7 +265,7 @@ void AddCronCommand(CLI::App& app, Context& ctx) {
 
   std::shared_ptr<CronArgs> next_args;
   CLI::App* next = NamedCommand(cron, "next", "The next fire times of a job", next_args);
-  next->add_option("-n", next_args->count, "How many")->check(CLI::Range(1, 1000));
+  next->add_option("-n", next_args->count, "How many")->check(IntegerIn(1, 1000));
   next->callback([&ctx, next_args] { ctx.exit_code = RunShow(ctx, *next_args, true); });
 }
 

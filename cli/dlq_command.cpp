@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "commands.h"
+#include "inspect/utf8_text.h"
+#include "option_rules.h"
 #include "output.h"
 #include "time_arg.h"
 
@@ -64,10 +66,9 @@ int RunList(Context& ctx, const DlqArgs& args) {
   Table table({"TASK", "TYPE", "DIED", "ATTEMPTS", "KIND", "LAST ERROR"});
   std::int64_t now = LocalNowMs();
   for (const auto& d : *dead) {
-    std::string error =
-        d.last_error.size() > 80 ? d.last_error.substr(0, 77) + "..." : d.last_error;
+    std::string error = ShortText(d.last_error, 80);
     for (char& c : error) {
-      if (c == '\n') c = ' ';
+      if (c == '\n' || c == '\r' || c == '\t') c = ' ';
     }
     table.Add(
         {d.id, d.type, WhenText(d.dead_since_ms, now), std::to_string(d.attempts), d.kind, error});
@@ -91,13 +92,13 @@ int RunShow(Context& ctx, const DlqArgs& args) {
                     "See it with 'baton task show " + args.id + " --ns " + args.ns + "'.");
   }
   if (ctx.global.json) {
-    PrintJson(task->ToJson());
+    PrintTaskJson(*task);
     return kExitOk;
   }
   std::cout << "task       " << task->id << "\ntype       " << task->type << "\ndied       "
             << WhenText(task->dead_since_ms.value_or(0), task->now_ms) << "\nattempts   "
             << task->attempts << "\n";
-  if (task->body) std::cout << "payload    " << task->body->payload << "\n";
+  if (task->body) std::cout << "payload    " << internal::ValidUtf8(task->body->payload) << "\n";
   for (const TaskError& e : task->errors) {
     std::cout << "\nattempt " << e.attempt << " (" << e.kind << ", " << TimeText(e.at_ms)
               << (e.worker.empty() ? "" : ", " + e.worker) << "):\n  " << e.error << "\n";
@@ -210,7 +211,8 @@ void AddDlqCommand(CLI::App& app, Context& ctx) {
   CLI::App* list = dlq->add_subcommand("list", "Dead tasks, oldest death first");
   list->add_option("--ns", list_args->ns, "Namespace")->required();
   AddFilterOptions(list, *list_args);
-  list->add_option("--limit", list_args->limit, "At most this many")->check(CLI::PositiveNumber);
+  list->add_option("--limit", list_args->limit, "At most this many")
+      ->check(IntegerIn(1, 1000000000));
   list->callback([&ctx, list_args] { ctx.exit_code = RunList(ctx, *list_args); });
 
   auto show_args = std::make_shared<DlqArgs>();

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "option_rules.h"
 #include "output.h"
 
 namespace baton::cli {
@@ -72,7 +73,7 @@ void AddDoctorCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("--type", args->type, "Diagnose this queue instead of one task");
   cmd->add_option("--live-window", args->live_window_s,
                   "Seconds: a consumer seen within this is alive")
-      ->check(CLI::PositiveNumber);
+      ->check(IntegerIn(1, 86400));
   cmd->callback([&ctx, args] { ctx.exit_code = RunDoctor(ctx, *args); });
 }
 

@@ -7,6 +7,7 @@
 
 #include "baton/task.h"
 #include "commands.h"
+#include "option_rules.h"
 #include "output.h"
 
 namespace baton::cli {
@@ -132,10 +133,13 @@ int RunEnqueue(Context& ctx, const EnqueueArgs& args) {
                   << " (nothing written)\n";
         break;
       case EnqueueOutcome::kUniqueConflict:
-        std::cerr << "baton enqueue: unique key \"" << args.unique_key << "\" is held by task "
-                  << r.detail << " (nothing written)\n";
         break;
     }
+  }
+  if (r.outcome == EnqueueOutcome::kUniqueConflict) {
+    // The error line every failure has (docs/cli.md); --json keeps the outcome document above.
+    std::cerr << "baton enqueue: " << StatusCodeName(StatusCode::kConflict) << ": unique key \""
+              << args.unique_key << "\" is held by task " << r.detail << " (nothing written)\n";
   }
   return r.outcome == EnqueueOutcome::kUniqueConflict ? kExitConflict : kExitOk;
 }
@@ -149,15 +153,16 @@ void AddEnqueueCommand(CLI::App& app, Context& ctx) {
   auto* type = cmd->add_option("--type", args->type, "Task type");
   auto* payload = cmd->add_option("--payload", args->payload, "Payload, a JSON object");
   auto* delay = cmd->add_option("--delay", args->delay, "Seconds to wait before the first run")
-                    ->check(CLI::Range(std::int64_t{0}, kMaxDelaySeconds));
+                    ->check(IntegerIn(0, kMaxDelaySeconds));
   auto* at = cmd->add_option("--at", args->at, "First run at this Unix time (seconds)")
-                 ->check(CLI::PositiveNumber);
+                 ->check(UnixSecondsArg());
   delay->excludes(at);
   auto* max_retry = cmd->add_option("--max-retry", args->max_retry, "Retries after the first run")
-                        ->check(CLI::Range(0, kMaxRetryLimit));
+                        ->check(IntegerIn(0, kMaxRetryLimit));
   auto* timeout = cmd->add_option("--timeout", args->timeout, "execution_timeout in seconds")
-                      ->check(CLI::Range(1, kMaxExecutionTimeout));
-  auto* id = cmd->add_option("--id", args->id, "Task id (default: a new UUIDv7)");
+                      ->check(IntegerIn(1, kMaxExecutionTimeout));
+  auto* id =
+      cmd->add_option("--id", args->id, "Task id (default: a new UUIDv7)")->check(TaskIdArg());
   auto* unique_key = cmd->add_option("--unique-key", args->unique_key,
                                      "Refuse the task while another holds this key");
   auto* unique_ttl =

@@ -3,7 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +53,108 @@ std::vector<std::string> BuildEnvironment(const std::vector<std::string>& extra)
 
 void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
+// The keeper's signal for "the worker died" (PR_SET_PDEATHSIG). Blocked in the keeper, and taken
+// with sigwaitinfo().
+constexpr int kWorkerDiedSignal = SIGUSR2;
+
+void CloseFdsFrom(int first) {
+  if (::close_range(static_cast<unsigned>(first), ~0U, 0) == 0) return;
+  rlimit limit{};
+  int max = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                ? static_cast<int>(limit.rlim_cur)
+                : 65536;
+  for (int fd = first; fd < max; ++fd) ::close(fd);
+}
+
+// Ends the keeper the way the command ended: same exit status, or death by the same signal.
+[[noreturn]] void ExitLikeTheCommand(int status) {
+  if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+  const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  for (int s = 1; s < NSIG; ++s) {
+    if (s != sig && s != SIGKILL && s != SIGSTOP) ::sigaction(s, &ignore, nullptr);  // drop pending
+  }
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(sig, &dfl, nullptr);
+  rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);  // the command may have dumped core: we must not
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::kill(::getpid(), sig);
+  ::_exit(128 + sig);
+}
+
+// The forked child: a small keeper process, leader of the command's process group, whose only
+// job is to make the command die with the worker. The worker may be killed with SIGKILL (no chance
+// to clean up), and the command (in its own group, so that timeouts reach whatever the shell
+// starts) would then be reparented to init and keep running while its task is handed to another
+// worker. The keeper has PR_SET_PDEATHSIG: when the worker (precisely: the worker thread that
+// forked it, which is blocked in RunCommand until the keeper exits) dies, the kernel signals the
+// keeper, which SIGKILLs the whole process group: the shell and everything it started that is
+// still in the group. PR_SET_PDEATHSIG alone on the shell would not reach the shell's children
+// (it is not inherited across fork). The keeper waits for the shell and exits like it; signals
+// sent to the group (SIGTERM at the deadline) reach the shell, the keeper ignores them (blocked).
+// Only async-signal-safe calls here: the worker is multithreaded.
+[[noreturn]] void RunKeeper(pid_t worker_pid, int stdin_fd, int stderr_fd, char* const argv[],
+                            char* const envp[]) {
+  sigset_t all;
+  sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  struct sigaction dfl_chld {};
+  dfl_chld.sa_handler = SIG_DFL;  // not SIG_IGN: that would reap the shell for us
+  ::sigaction(SIGCHLD, &dfl_chld, nullptr);
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_NAME, "baton-keeper");  // in ps (its command line stays the worker's)
+  if (::prctl(PR_SET_PDEATHSIG, kWorkerDiedSignal) != 0) ::_exit(127);
+  // The worker may have died before prctl(): then nobody else will ever stop the command.
+  if (::getppid() != worker_pid) ::_exit(127);
+  // Through fresh descriptors (>= 3, no O_CLOEXEC): a pipe end may itself be 0 or 2 when the
+  // worker runs with those closed, and dup2() onto itself would keep its O_CLOEXEC.
+  const int in = ::fcntl(stdin_fd, F_DUPFD, 3);
+  const int err = ::fcntl(stderr_fd, F_DUPFD, 3);
+  if (in < 0 || err < 0 || ::dup2(in, 0) < 0 || ::dup2(err, 2) < 0) ::_exit(127);
+  // fork() copied every descriptor of the worker, including other commands' pipes (O_CLOEXEC only
+  // acts at exec, and the keeper does not exec): holding them would keep another command's stdin
+  // from reaching end of file.
+  CloseFdsFrom(3);
+
+  const pid_t command = ::fork();
+  if (command < 0) ::_exit(127);
+  if (command == 0) {
+    // The shell: no blocked signals (the worker's threads block SIGTERM/SIGINT, the keeper blocks
+    // all), default dispositions (the worker ignores SIGPIPE).
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve("/bin/sh", argv, envp);
+    ::_exit(127);
+  }
+  ::close(0);
+  ::close(2);
+  sigset_t wanted;
+  sigemptyset(&wanted);
+  sigaddset(&wanted, SIGCHLD);
+  sigaddset(&wanted, kWorkerDiedSignal);
+  for (;;) {
+    siginfo_t info;
+    const int sig = ::sigwaitinfo(&wanted, &info);
+    if (sig == kWorkerDiedSignal) {
+      ::kill(0, SIGKILL);  // the whole group, the keeper included
+      ::_exit(137);
+    }
+    int status = 0;
+    if (sig == SIGCHLD && ::waitpid(command, &status, WNOHANG) == command) {
+      ExitLikeTheCommand(status);
+    }
+  }
+}
+
 }  // namespace
 
 ExecResult RunCommand(const ExecRequest& request) {
@@ -70,25 +173,6 @@ ExecResult RunCommand(const ExecRequest& request) {
   }
   Fd err_read(err_pipe[0]), err_write(err_pipe[1]);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_read.get(), 0);
-  posix_spawn_file_actions_adddup2(&actions, err_write.get(), 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Own process group (so the timeout reaches whatever the shell starts), no blocked signals
-  // (worker threads block SIGTERM/SIGINT), default dispositions (we ignore SIGPIPE).
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-
   std::vector<std::string> env = BuildEnvironment(request.env);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
@@ -96,14 +180,15 @@ ExecResult RunCommand(const ExecRequest& request) {
   std::string sh = "/bin/sh", dash_c = "-c", command = request.command;
   char* argv[] = {sh.data(), dash_c.data(), command.data(), nullptr};
 
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    result.error = std::string("posix_spawn /bin/sh: ") + std::strerror(rc);
+  // Everything the keeper needs is prepared above: after fork() only async-signal-safe calls.
+  const pid_t worker_pid = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    result.error = std::string("fork: ") + std::strerror(errno);
     return result;
   }
+  if (pid == 0) RunKeeper(worker_pid, in_read.get(), err_write.get(), argv, envp.data());
+  ::setpgid(pid, pid);  // also done by the keeper: whichever runs first (kill(-pid) needs it)
   result.started = true;
   in_read.Close();
   err_write.Close();

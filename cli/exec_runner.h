@@ -3,7 +3,11 @@
 // process group, with `stdin_data` on its stdin, extra environment variables, its stdout shared
 // with ours, and its stderr both passed through to ours and kept (the last `stderr_tail_bytes`) for
 // the error record. At the deadline, or when `cancelled()` turns true, the whole process group gets
-// SIGTERM, then SIGKILL after `kill_grace`.
+// SIGTERM, then SIGKILL after `kill_grace`. The command dies with the worker: if the calling
+// process dies (even by SIGKILL) while the command runs, the command's whole process group gets
+// SIGKILL (a small keeper process, the group's leader, sees the death through PR_SET_PDEATHSIG;
+// see RunKeeper in exec_runner.cpp). Not covered: processes that left the group (setsid, setpgid)
+// and anything still running after the command itself has exited (background children).
 #include <chrono>
 #include <cstddef>
 #include <functional>

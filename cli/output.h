@@ -5,7 +5,10 @@
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "baton/inspector.h"
 
 namespace baton::cli {
 
@@ -22,8 +25,26 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// Pretty JSON on stdout.
+// `text` cut to at most `max_chars` characters ("..." at the end when cut), never inside a
+// multi-byte character; invalid UTF-8 shown as U+FFFD.
+std::string ShortText(std::string_view text, std::size_t max_chars);
+
+// Pretty JSON on stdout. Strings that are not valid UTF-8 (bytes from Redis) are shown with U+FFFD
+// rather than aborting.
 void PrintJson(const nlohmann::json& document);
+
+// A value of a document to print as the given JSON text, byte for byte: a payload is shown as
+// stored, never re-encoded (123456789012345678901234567890 stays that, 1.10 stays 1.10). Text that
+// is not valid JSON is shown as a JSON string instead.
+struct RawJsonField {
+  nlohmann::json::json_pointer at;
+  std::string text;
+};
+// The document as PrintJson prints it, with each field of `raw` that `document` holds replaced by
+// its text.
+std::string DumpWithRawFields(nlohmann::json document, const std::vector<RawJsonField>& raw);
+// A task (task show, dlq show) with its payload and extra as stored.
+void PrintTaskJson(const TaskInfo& task);
 
 // "2024-08-01 12:00:05 UTC"; "-" for 0.
 std::string TimeText(std::int64_t unix_ms);

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "inspect/utf8_text.h"
 #include "output.h"
 
 namespace baton::cli {
@@ -75,12 +76,14 @@ void PrintTask(const TaskInfo& t) {
                                                                : std::to_string(t.attempts))
             << "\n";
   if (t.body) {
-    std::cout << "payload    " << t.body->payload << "\n"
+    std::cout << "payload    " << internal::ValidUtf8(t.body->payload) << "\n"
               << "max_retry  " << t.body->max_retry << "\n";
     if (!t.body->execution_timeout.empty()) {
       std::cout << "timeout    " << t.body->execution_timeout << " s\n";
     }
-    if (!t.body->extra.empty()) std::cout << "extra      " << t.body->extra << "\n";
+    if (!t.body->extra.empty()) {
+      std::cout << "extra      " << internal::ValidUtf8(t.body->extra) << "\n";
+    }
   }
   if (!t.errors.empty()) {
     std::cout << "\nerrors (oldest first):\n";
@@ -121,7 +124,7 @@ int RunShow(Context& ctx, const TaskArgs& args) {
                     "Check --ns, or run 'baton doctor " + args.id + " --ns " + args.ns + "'.");
   }
   if (ctx.global.json) {
-    PrintJson(task->ToJson());
+    PrintTaskJson(*task);
   } else {
     PrintTask(*task);
   }

@@ -4,6 +4,9 @@
 #include <chrono>
 #include <string>
 
+#include "baton/task.h"
+#include "core/task_rules.h"
+
 namespace baton::cli {
 
 namespace {
@@ -53,7 +56,12 @@ bool ParseDateTime(std::string_view text, std::int64_t* ms) {
 StatusOr<std::int64_t> ParseTimeArg(std::string_view field, std::string_view text,
                                     std::int64_t now_ms) {
   std::int64_t n = 0;
-  if (ParseInt(text, &n) && n >= 0) return n * 1000;
+  if (ParseInt(text, &n) && n >= 0) {
+    const internal::task_rules::IntegerRule rule{field, "must be Unix seconds", 0, kMaxCreatedAt,
+                                                 true};
+    if (Status s = internal::task_rules::CheckInteger(rule, n); !s.ok()) return s;
+    return n * 1000;
+  }
   if (text == "now") return now_ms;
   if (text.size() >= 2) {
     char unit = text.back();
@@ -62,7 +70,9 @@ StatusOr<std::int64_t> ParseTimeArg(std::string_view field, std::string_view tex
                        : unit == 'h' ? 3600000
                        : unit == 'd' ? 86400000
                                      : 0;
-    if (per > 0 && ParseInt(text.substr(0, text.size() - 1), &n) && n >= 0) {
+    // A span longer than the time since the epoch is a typo (and would overflow).
+    if (per > 0 && ParseInt(text.substr(0, text.size() - 1), &n) && n >= 0 &&
+        n <= kMaxCreatedAt * 1000 / per) {
       return now_ms - n * per;
     }
   }
@@ -73,6 +83,14 @@ StatusOr<std::int64_t> ParseTimeArg(std::string_view field, std::string_view tex
       "must be Unix seconds (1722489600), a UTC date-time (2024-08-01T12:00:00Z) or a span "
       "before now (90s, 15m, 2h, 7d) (got \"" +
           std::string(text) + "\")");
+}
+
+StatusOr<std::int64_t> ParseUnixSecondsArg(std::string_view field, std::string_view text) {
+  const internal::task_rules::IntegerRule rule{field, "must be Unix seconds", kMinCreatedAt,
+                                               kMaxCreatedAt, true};
+  std::int64_t seconds = 0;
+  if (Status s = internal::task_rules::ParseInteger(rule, text, &seconds); !s.ok()) return s;
+  return seconds;
 }
 
 }  // namespace baton::cli

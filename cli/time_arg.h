@@ -10,8 +10,14 @@
 namespace baton::cli {
 
 // Unix ms of `text`; relative spans count back from `now_ms`. kInvalidArgument naming `field` and
-// the accepted forms otherwise.
+// the accepted forms otherwise; Unix seconds past kMaxCreatedAt (2100) are refused with the hint
+// "milliseconds?" rather than counted (or overflowed) into a far future.
 StatusOr<std::int64_t> ParseTimeArg(std::string_view field, std::string_view text,
                                     std::int64_t now_ms);
+
+// A run time (--at): Unix seconds within the range the contract gives created_at
+// (kMinCreatedAt..kMaxCreatedAt), with the same words: "at: must be Unix seconds MIN..MAX (got N:
+// milliseconds?)".
+StatusOr<std::int64_t> ParseUnixSecondsArg(std::string_view field, std::string_view text);
 
 }  // namespace baton::cli

@@ -44,7 +44,7 @@ Status RunTask(const WorkArgs& args, TaskContext& context) {
   if (truncated) {
     nlohmann::json object = task.ToJsonObject();
     object["payload"] = nullptr;
-    document = object.dump();
+    document = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   request.env = {"BATON_TASK_ID=" + task.task_id,
                  "BATON_NAMESPACE=" + task.ns,

@@ -306,11 +306,11 @@ void Daemon::StopComponents() {
   if (subscriber_) subscriber_->Stop();  // first: its handlers use the promoter
   if (cron_) {
     cron_->Stop();
-    cron_fired_ = cron_->fired_total();
+    cron_fired_by_stopped_ += cron_->fired_total();  // the ticker and its counter go below
   }
   if (promoter_) {
-    promoted_total_ = promoter_->promoted_total();
     promoter_->Stop();
+    promoted_total_ = promoter_->promoted_total();  // after its last pass
   }
   if (reaper_) reaper_->Stop();
   subscriber_.reset();
@@ -323,7 +323,8 @@ void Daemon::StopComponents() {
 void Daemon::LogStats(bool force) {
   std::uint64_t promoted = promoted_total_.load();
   std::uint64_t reclaimed = reclaimed_total_.load();
-  std::uint64_t cron = cron_ ? cron_->fired_total() : cron_fired_;
+  // Includes what stopped tickers fired: the final line is logged after StopComponents().
+  std::uint64_t cron = cron_fired_by_stopped_ + (cron_ ? cron_->fired_total() : 0);
   if (!force && promoted == logged_promoted_ && reclaimed == logged_reclaimed_ &&
       cron == logged_cron_) {
     return;

@@ -97,7 +97,9 @@ class Daemon {
   std::uint64_t logged_promoted_ = 0;
   std::uint64_t logged_reclaimed_ = 0;
   std::uint64_t logged_cron_ = 0;
-  std::uint64_t cron_fired_ = 0;  // of the stopped cron ticker
+  // Ticks fired by the cron tickers already stopped (Run()'s thread): the ticker owns its counter
+  // and is destroyed before the final stats line; a restarted one counts from 0 again.
+  std::uint64_t cron_fired_by_stopped_ = 0;
 };
 
 }  // namespace baton::batond

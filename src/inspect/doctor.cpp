@@ -332,8 +332,35 @@ StatusOr<Verdict> Queued(internal::InspectorCore& core, const internal::TaskLook
   facts.update({{"group", live->name},
                 {"ahead", ahead->count},
                 {"ahead_exact", ahead->exact},
+                {"in_flight", live->pending},
                 {"live_consumers", live->live_consumers},
                 {"done_last_minute", r.done}});
+  const std::string consumers =
+      "group " + live->name + " has " + Plural(live->live_consumers, "live consumer");
+  if (ahead->count == 0) {
+    // Nothing to drain: not a backlog. Either every consumer slot is busy (the task goes to the
+    // first one freed) or the consumers hold nothing and have simply not fetched it yet.
+    if (live->pending > 0) {
+      return Make(DoctorCode::kQueuedBacklog, Severity::kInfo,
+                  "queued " + FormatDuration(queued_for) + " ago and next in line (nothing ahead " +
+                      "of it); " + consumers + ", busy with " + Plural(live->pending, "task") +
+                      " in flight: it goes to the first one that takes more work.",
+                  facts);
+    }
+    // A live consumer that had polled since the task arrived would hold it: the live ones last
+    // polled before it came and are due to poll again (a worker blocks in its fetch, or polls
+    // when a handler slot frees).
+    return Make(DoctorCode::kQueuedBacklog, Severity::kInfo,
+                "queued " + FormatDuration(queued_for) +
+                    " ago with nothing ahead of it and nothing in flight; " + consumers +
+                    (live->live_consumers == 1
+                         ? " that has not fetched it yet: it looks alive but idle and should "
+                           "take it at its next fetch."
+                         : " that have not fetched it yet: they look alive but idle and one "
+                           "should take it at its next fetch.") +
+                    " If this lasts, check the workers' logs.",
+                facts);
+  }
   std::string count = (ahead->exact ? "" : "at least ") + Plural(ahead->count, "entry", "entries");
   std::string eta;
   if (r.done > 0) {
@@ -343,8 +370,7 @@ StatusOr<Verdict> Queued(internal::InspectorCore& core, const internal::TaskLook
           FormatDuration(ahead->count * 60000 / r.done) + ".";
   }
   return Make(DoctorCode::kQueuedBacklog, Severity::kInfo,
-              "queued " + FormatDuration(queued_for) + " ago behind " + count + "; group " +
-                  live->name + " has " + Plural(live->live_consumers, "live consumer") +
+              "queued " + FormatDuration(queued_for) + " ago behind " + count + "; " + consumers +
                   ": a backlog, not a fault." + eta + " Add workers to drain it faster.",
               facts);
 }

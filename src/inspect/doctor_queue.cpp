@@ -12,6 +12,7 @@
 #include "inspect/queue_snapshot.h"
 #include "inspect/stream_id.h"
 #include "inspect/time_text.h"
+#include "inspect/utf8_text.h"
 
 namespace baton {
 
@@ -232,7 +233,7 @@ StatusOr<QueueDiagnosis> Inspector::DoctorQueue(const std::string& ns, const std
     if (!id.empty()) {
       auto errors = core_->Call({"HGET", keys.Errors(), id});
       if (!errors.ok()) return errors.status();
-      auto parsed = nlohmann::json::parse(errors->AsString(), nullptr, false);
+      auto parsed = nlohmann::json::parse(internal::ValidUtf8(errors->AsString()), nullptr, false);
       if (parsed.is_array() && !parsed.empty() && parsed.back().contains("error")) {
         why = ", because of \"" + parsed.back()["error"].get<std::string>() + "\"";
       }

@@ -176,6 +176,34 @@ TEST_F(DoctorTest, QueuedBehindABacklogWithLiveConsumers) {
   EXPECT_NE(v.message.find("behind 2 entries"), std::string::npos) << v.message;
 }
 
+// Next in line, nothing in flight: the live consumer simply has not fetched it yet. Not a backlog.
+TEST_F(DoctorTest, NextInLineWithNothingInFlightIsNotABacklog) {
+  Enqueue("t");
+  auto delivered = Dequeue("t", "g", "c1", 1);
+  ASSERT_EQ(delivered.size(), 1u);
+  Ack("t", "g", delivered[0]);  // c1 is live and holds nothing
+  std::string id = Enqueue("t");
+  Verdict v = Diagnose(id);
+  EXPECT_EQ(v.code, DoctorCode::kQueuedBacklog);
+  EXPECT_EQ(v.facts["ahead"], 0);
+  EXPECT_EQ(v.facts["in_flight"], 0);
+  EXPECT_EQ(v.message.find("backlog"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("nothing ahead of it and nothing in flight"), std::string::npos)
+      << v.message;
+  EXPECT_NE(v.message.find("1 live consumer that has not fetched it yet"), std::string::npos)
+      << v.message;
+  EXPECT_EQ(v.severity, Severity::kInfo);  // just queued
+
+  // Next in line while the consumers are busy: it waits for a free slot, still not a backlog.
+  std::string busy = Enqueue("t");
+  ASSERT_EQ(Dequeue("t", "g", "c1", 1).size(), 1u);  // takes `id`, now in flight
+  Verdict w = Diagnose(busy);
+  EXPECT_EQ(w.facts["ahead"], 0);
+  EXPECT_EQ(w.facts["in_flight"], 1);
+  EXPECT_EQ(w.message.find("backlog"), std::string::npos) << w.message;
+  EXPECT_NE(w.message.find("next in line"), std::string::npos) << w.message;
+}
+
 TEST_F(DoctorTest, LostEntryWhenTheStreamEntryWasDeletedByHand) {
   std::string id = Enqueue("t");
   auto task = inspector_->GetTask(kNs, id);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "inspect/stream_id.h"
+#include "inspect/utf8_text.h"
 
 namespace baton::internal {
 
@@ -132,8 +133,8 @@ StatusOr<TaskTimeline> ScanTaskEvents(InspectorCore& core, const std::string& ev
     event.from = std::string(v.from);
     event.to = std::string(v.to);
     event.attempt = ToInt(WordAt(v.attempts, *at));
-    event.worker = std::string(v.worker);
-    event.error = std::string(v.error);
+    event.worker = ValidUtf8(v.worker);
+    event.error = ValidUtf8(v.error);  // a worker's stderr: any bytes
     if (timeline.type.empty()) timeline.type = std::string(v.type);
     found_first = event.from == "new";
     timeline.events.push_back(std::move(event));

@@ -2,10 +2,18 @@
 // rely on them (docs/cli.md lists them).
 #include "baton/inspector.h"
 #include "inspect/task_record.h"
+#include "inspect/utf8_text.h"
 
 namespace baton {
 
 namespace {
+
+// Every string shown comes from Redis and may hold any bytes: make them valid UTF-8 so that no
+// caller's dump() throws (type_error.316).
+nlohmann::json Valid(nlohmann::json document) {
+  internal::MakeValidUtf8(document);
+  return document;
+}
 
 nlohmann::json Optional(const std::optional<std::int64_t>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -114,30 +122,30 @@ std::string_view SeverityName(Severity severity) {
 nlohmann::json QueueInfo::ToJson() const {
   nlohmann::json groups_json = nlohmann::json::array();
   for (const auto& g : groups) groups_json.push_back(GroupToJson(g));
-  return {{"namespace", ns},
-          {"type", type},
-          {"stream_length", stream_length},
-          {"ready", ready},
-          {"ready_exact", ready_exact},
-          {"in_flight", in_flight},
-          {"leased", leased},
-          {"expired_leases", expired_leases},
-          {"delayed", delayed},
-          {"retrying", retrying},
-          {"scheduled_split_exact", scheduled_split_exact},
-          {"dead", dead},
-          {"consumers", consumers},
-          {"live_consumers", live_consumers},
-          {"oldest_age_ms", Optional(oldest_age_ms)},
-          {"rate",
-           {{"window_ms", rates.window_ms},
-            {"done", rates.done},
-            {"failed", rates.failed},
-            {"queued", rates.queued},
-            {"started", rates.started},
-            {"dropped", rates.dropped},
-            {"exact", rates.exact}}},
-          {"groups", groups_json}};
+  return Valid(nlohmann::json{{"namespace", ns},
+                              {"type", type},
+                              {"stream_length", stream_length},
+                              {"ready", ready},
+                              {"ready_exact", ready_exact},
+                              {"in_flight", in_flight},
+                              {"leased", leased},
+                              {"expired_leases", expired_leases},
+                              {"delayed", delayed},
+                              {"retrying", retrying},
+                              {"scheduled_split_exact", scheduled_split_exact},
+                              {"dead", dead},
+                              {"consumers", consumers},
+                              {"live_consumers", live_consumers},
+                              {"oldest_age_ms", Optional(oldest_age_ms)},
+                              {"rate",
+                               {{"window_ms", rates.window_ms},
+                                {"done", rates.done},
+                                {"failed", rates.failed},
+                                {"queued", rates.queued},
+                                {"started", rates.started},
+                                {"dropped", rates.dropped},
+                                {"exact", rates.exact}}},
+                              {"groups", groups_json}});
 }
 
 nlohmann::json PendingReport::ToJson() const {
@@ -166,11 +174,11 @@ nlohmann::json PendingReport::ToJson() const {
                            {"consumers", consumers},
                            {"longest_idle", entries}});
   }
-  return {{"namespace", ns},
-          {"type", type},
-          {"now_ms", now_ms},
-          {"expired_leases", expired_leases},
-          {"groups", groups_json}};
+  return Valid(nlohmann::json{{"namespace", ns},
+                              {"type", type},
+                              {"now_ms", now_ms},
+                              {"expired_leases", expired_leases},
+                              {"groups", groups_json}});
 }
 
 nlohmann::json TaskInfo::ToJson() const {
@@ -200,28 +208,33 @@ nlohmann::json TaskInfo::ToJson() const {
                            {"worker", e.worker},
                            {"error", e.error}});
   }
-  return {{"namespace", ns},
-          {"task_id", id},
-          {"type", type},
-          {"state", TaskStateName(state)},
-          {"attempts", attempts},
-          {"stream_id", stream_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(stream_id)},
-          {"leases", leases_json},
-          {"lease_deadline_ms", Optional(lease_deadline_ms)},
-          {"due_ms", Optional(due_ms)},
-          {"dead_since_ms", Optional(dead_since_ms)},
-          {"finished_ms", Optional(finished_ms)},
-          {"finished_by", finished_by},
-          {"body", body ? internal::BodyToJson(*body) : nlohmann::json(nullptr)},
-          {"errors", errors_json},
-          {"events", events_json},
-          {"events_complete", events_complete},
-          {"now_ms", now_ms}};
+  return Valid(nlohmann::json{
+      {"namespace", ns},
+      {"task_id", id},
+      {"type", type},
+      {"state", TaskStateName(state)},
+      {"attempts", attempts},
+      {"stream_id", stream_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(stream_id)},
+      {"leases", leases_json},
+      {"lease_deadline_ms", Optional(lease_deadline_ms)},
+      {"due_ms", Optional(due_ms)},
+      {"dead_since_ms", Optional(dead_since_ms)},
+      {"finished_ms", Optional(finished_ms)},
+      {"finished_by", finished_by},
+      {"body", body ? internal::BodyToJson(*body) : nlohmann::json(nullptr)},
+      {"errors", errors_json},
+      {"events", events_json},
+      {"events_complete", events_complete},
+      {"now_ms", now_ms}});
 }
 
 nlohmann::json DeadTask::ToJson() const {
-  return {{"task_id", id},        {"type", type}, {"dead_since_ms", dead_since_ms},
-          {"attempts", attempts}, {"kind", kind}, {"last_error", last_error}};
+  return Valid(nlohmann::json{{"task_id", id},
+                              {"type", type},
+                              {"dead_since_ms", dead_since_ms},
+                              {"attempts", attempts},
+                              {"kind", kind},
+                              {"last_error", last_error}});
 }
 
 nlohmann::json DeadBatchResult::ToJson() const {
@@ -229,14 +242,14 @@ nlohmann::json DeadBatchResult::ToJson() const {
   for (std::size_t i = 0; i < failed_ids.size(); ++i) {
     failed.push_back({{"task_id", failed_ids[i]}, {"error", failures[i]}});
   }
-  return {{"matched", matched}, {"succeeded", succeeded}, {"failed", failed}};
+  return Valid(nlohmann::json{{"matched", matched}, {"succeeded", succeeded}, {"failed", failed}});
 }
 
 nlohmann::json Verdict::ToJson() const {
-  return {{"code", DoctorCodeName(code)},
-          {"severity", SeverityName(severity)},
-          {"message", message},
-          {"facts", facts}};
+  return Valid(nlohmann::json{{"code", DoctorCodeName(code)},
+                              {"severity", SeverityName(severity)},
+                              {"message", message},
+                              {"facts", facts}});
 }
 
 nlohmann::json QueueDiagnosis::ToJson() const {
@@ -270,7 +283,7 @@ nlohmann::json RescueProgress::ToJson() const {
   out["group_live_consumers"] = group_live_consumers;
   out["exact"] = exact;
   out["ready_to_finish"] = ready_to_finish;
-  return out;
+  return Valid(std::move(out));
 }
 
 nlohmann::json RescueFinishResult::ToJson() const {
@@ -278,7 +291,7 @@ nlohmann::json RescueFinishResult::ToJson() const {
   out["acked_in_group"] = acked_in_group;
   out["group_resumes_after"] = group_resumes_after;
   out["left_behind"] = left_behind;
-  return out;
+  return Valid(std::move(out));
 }
 
 }  // namespace baton

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "inspect/inspector_core.h"
+#include "inspect/utf8_text.h"
 
 namespace baton::internal {
 
@@ -89,7 +90,8 @@ std::optional<EndedRecord> ParseEndedRecord(std::string_view text) {
 }
 
 std::optional<TaskBody> ParseStoredBody(std::string_view json) {
-  auto parsed = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  // Invalid UTF-8 in one field (a foreign writer) must not hide the whole body.
+  auto parsed = nlohmann::json::parse(ValidUtf8(json), nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
   TaskBody body;
   body.payload = StringField(parsed, "payload");
@@ -121,7 +123,9 @@ std::int64_t BodyCreatedAt(const TaskBody& body) {
 
 std::vector<TaskError> ParseErrors(std::string_view json) {
   std::vector<TaskError> errors;
-  auto parsed = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  // A worker's stderr may be cut in the middle of a character, or hold any bytes: the functions
+  // store them as they are, and nlohmann refuses to parse (or dump) such strings.
+  auto parsed = nlohmann::json::parse(ValidUtf8(json), nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_array()) return errors;
   for (const auto& e : parsed) {
     if (!e.is_object()) continue;

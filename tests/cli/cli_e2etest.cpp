@@ -1,7 +1,8 @@
 // End-to-end runs of the real `baton` binary against a real redis-server: init, enqueue and task
 // show, queues, dlq replay with an edited payload (and a refused one), namespace settings, cron
 // (with a bad cron line), work --exec (success, retry with stderr as the error, non-retryable
-// exit, timeout, the lease) and a rescue round trip.
+// exit, timeout, the lease), a rescue round trip, and what no input may break: invalid UTF-8 in
+// stored errors, payload bytes in JSON output, one error path for bad option values, --at in ms.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -386,10 +387,12 @@ TEST_F(CliTest, ConfigGetAndSetNamespaceSettings) {
   EXPECT_EQ(Run({"config", "get"}).exit_code, 2);
   EXPECT_EQ(Run({"config", "get", "bad ns"}).exit_code, 1);
 
-  // baton work takes 0 (the namespace's lease) or 1000..86400000 ms.
-  EXPECT_EQ(
-      Run({"work", "--ns", kNs, "--type", "t", "--exec", "true", "--lease-ms", "500"}).exit_code,
-      2);
+  // baton work takes 0 (the namespace's lease) or 1000..86400000 ms: 500 is a bad value (exit 1).
+  CliResult short_lease =
+      Run({"work", "--ns", kNs, "--type", "t", "--exec", "true", "--lease-ms", "500"});
+  EXPECT_EQ(short_lease.exit_code, 1);
+  EXPECT_EQ(short_lease.err.rfind("baton work: invalid_argument: --lease-ms: ", 0), 0u)
+      << short_lease.err;
 
   // The namespace's lease is the one a worker without --lease-ms gets.
   Run({"config", "set", kNs, "lease_ms", "45000"});
@@ -616,6 +619,160 @@ TEST_F(CliTest, DoctorExplainsInPlainWords) {
   CliResult q = Run({"doctor", "--ns", kNs, "--type", "nobody", "--json"});
   EXPECT_EQ(q.Json()["findings"][0]["code"], "no_group");
   EXPECT_EQ(Run({"doctor", "--ns", kNs}).exit_code, 2);
+}
+
+// True when `text` is well-formed UTF-8.
+bool ValidUtf8(const std::string& text) {
+  try {
+    (void)json(text).dump();
+    return true;
+  } catch (const json::exception&) {
+    return false;
+  }
+}
+
+TEST_F(CliTest, InvalidUtf8InErrorsNeverAbortsInspection) {
+  // A worker's stderr with a stray byte, and one cut in the middle of a multi-byte character.
+  std::string id = EnqueueId({"--type", "mail", "--max-retry", "0"});
+  Hold("mail", "g", "c1", 1);
+  ASSERT_EQ(FailHeld("mail", id, "\xff oops caf\xc3"), "dead");
+  // An error history written by another client: invalid bytes inside the JSON strings.
+  std::string other = EnqueueId({"--type", "mail", "--max-retry", "0"});
+  Hold("mail", "g", "c1", 1);
+  ASSERT_EQ(FailHeld("mail", other, "fine"), "dead");
+  internal::Keys k(kNs);
+  redis_.Command({"HSET", k.Errors(), other,
+                  "[{\"attempt\":1,\"kind\":\"error\",\"error\":\"\xff bad \xe2\x82\",\"stack\":"
+                  "\"at \xc0\\nline\",\"worker\":\"w\xfe\",\"at_ms\":1722489600000}]"});
+
+  for (const std::string& task : {id, other}) {
+    for (const char* command : {"task", "dlq"}) {
+      CliResult js = Run({command, "show", task, "--ns", kNs, "--json"});
+      ASSERT_EQ(js.exit_code, 0) << command << " " << js.err;
+      json doc = js.Json();
+      ASSERT_EQ(doc["errors"].size(), 1u) << js.out;
+      EXPECT_EQ(doc["errors"][0]["kind"], "error");
+      EXPECT_NE(doc["errors"][0]["error"].get<std::string>().find(task == id ? "oops" : "bad"),
+                std::string::npos);
+      EXPECT_NE(doc["errors"][0]["error"].get<std::string>().find("\xef\xbf\xbd"),
+                std::string::npos)
+          << "invalid bytes are shown as U+FFFD";
+      CliResult text = Run({command, "show", task, "--ns", kNs});
+      ASSERT_EQ(text.exit_code, 0) << command << " " << text.err;
+      EXPECT_TRUE(ValidUtf8(text.out)) << text.out;
+      EXPECT_NE(text.out.find(task == id ? "oops" : "bad"), std::string::npos) << text.out;
+    }
+  }
+  CliResult list = Run({"dlq", "list", "--ns", kNs, "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  ASSERT_EQ(list.Json()["dead"].size(), 2u);
+  for (const json& d : list.Json()["dead"]) {
+    EXPECT_EQ(d["kind"], "error") << d;
+    EXPECT_NE(d["last_error"].get<std::string>().find(d["task_id"] == id ? "oops" : "bad"),
+              std::string::npos)
+        << d;
+  }
+  CliResult list_text = Run({"dlq", "list", "--ns", kNs});
+  ASSERT_EQ(list_text.exit_code, 0) << list_text.err;
+  EXPECT_TRUE(ValidUtf8(list_text.out)) << list_text.out;
+  EXPECT_NE(list_text.out.find("oops"), std::string::npos) << list_text.out;
+  EXPECT_NE(list_text.out.find("bad"), std::string::npos) << list_text.out;
+}
+
+TEST_F(CliTest, JsonOutputShowsThePayloadBytesAsStored) {
+  const std::string payload = R"({"big":123456789012345678901234567890,"d":1.10,"neg":-0})";
+  std::string id = EnqueueId({"--type", "num", "--payload", payload, "--max-retry", "0"});
+  ASSERT_FALSE(id.empty());
+  CliResult shown = Run({"task", "show", id, "--ns", kNs, "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("\"payload\": " + payload), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.Json()["body"]["max_retry"], 0);
+  CliResult text = Run({"task", "show", id, "--ns", kNs});
+  EXPECT_NE(text.out.find("payload    " + payload + "\n"), std::string::npos) << text.out;
+
+  Hold("num", "g", "c1", 1);
+  ASSERT_EQ(FailHeld("num", id, "boom"), "dead");
+  CliResult dead = Run({"dlq", "show", id, "--ns", kNs, "--json"});
+  ASSERT_EQ(dead.exit_code, 0) << dead.err;
+  EXPECT_NE(dead.out.find("\"payload\": " + payload), std::string::npos) << dead.out;
+
+  // A stored payload that is not JSON (a foreign writer) is shown as a JSON string.
+  internal::Keys k(kNs);
+  json body = json::parse(redis_.String({"HGET", k.Bodies(), id}));
+  body["payload"] = "not json \"quoted\"";
+  redis_.Command({"HSET", k.Bodies(), id, body.dump()});
+  CliResult foreign = Run({"dlq", "show", id, "--ns", kNs, "--json"});
+  ASSERT_EQ(foreign.exit_code, 0) << foreign.err;
+  EXPECT_EQ(foreign.Json()["body"]["payload"], "not json \"quoted\"");
+}
+
+TEST_F(CliTest, BadOptionValuesFailLikeEveryOtherBadValue) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string command;
+    std::string option;
+  };
+  const std::vector<Case> cases = {
+      {{"enqueue", "--ns", kNs, "--type", "t", "--delay", "-5"}, "enqueue", "--delay"},
+      {{"enqueue", "--ns", kNs, "--type", "t", "--max-retry", "1000000000"},
+       "enqueue",
+       "--max-retry"},
+      {{"enqueue", "--ns", kNs, "--type", "t", "--max-retry", "-1"}, "enqueue", "--max-retry"},
+      {{"enqueue", "--ns", kNs, "--type", "t", "--timeout", "0"}, "enqueue", "--timeout"},
+      {{"enqueue", "--ns", kNs, "--type", "t", "--delay", "soon"}, "enqueue", "--delay"},
+      {{"cron", "next", "job", "-n", "1001"}, "cron next", "-n"},
+  };
+  for (const Case& c : cases) {
+    CliResult text = Run(c.args);
+    EXPECT_EQ(text.exit_code, 1) << text.err;
+    EXPECT_EQ(text.err.rfind("baton " + c.command + ": invalid_argument: " + c.option + ": ", 0),
+              0u)
+        << text.err;
+    std::vector<std::string> with_json = c.args;
+    with_json.push_back("--json");
+    CliResult js = Run(with_json);
+    EXPECT_EQ(js.exit_code, 1) << js.err;
+    json doc = js.Json();
+    EXPECT_EQ(doc["error"]["code"], "invalid_argument") << js.out;
+    EXPECT_EQ(doc["error"]["exit_code"], 1) << js.out;
+    EXPECT_EQ(doc["error"]["message"].get<std::string>().rfind(c.option + ": ", 0), 0u) << js.out;
+  }
+  // Genuine command-line mistakes stay exit 2, and say so in --json too.
+  CliResult usage = Run({"enqueue", "--type", "t", "--json"});
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_EQ(usage.Json()["error"]["code"], "usage");
+  CliResult unknown = Run({"enqueue", "--ns", kNs, "--type", "t", "--bogus", "1", "--json"});
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
+  EXPECT_EQ(unknown.Json()["error"]["code"], "usage");
+  EXPECT_EQ(unknown.err.rfind("baton enqueue: ", 0), 0u) << unknown.err;
+
+  // The unique-key conflict names its code like every other error line.
+  ASSERT_EQ(Run({"enqueue", "--ns", kNs, "--type", "u", "--unique-key", "k", "--unique-ttl", "60"})
+                .exit_code,
+            0);
+  CliResult held =
+      Run({"enqueue", "--ns", kNs, "--type", "u", "--unique-key", "k", "--unique-ttl", "60"});
+  EXPECT_EQ(held.exit_code, 4);
+  EXPECT_EQ(held.err.rfind("baton enqueue: conflict: unique key \"k\" is held by task ", 0), 0u)
+      << held.err;
+}
+
+TEST_F(CliTest, AtInMillisecondsAndAnEmptyIdAreRefused) {
+  CliResult ms = Run({"enqueue", "--ns", kNs, "--type", "t", "--at", "1722489600000"});
+  EXPECT_EQ(ms.exit_code, 1) << ms.err;
+  EXPECT_NE(ms.err.find("invalid_argument: --at: must be Unix seconds"), std::string::npos)
+      << ms.err;
+  EXPECT_NE(ms.err.find("milliseconds?"), std::string::npos) << ms.err;
+  CliResult far = Run({"enqueue", "--ns", kNs, "--type", "t", "--at", "99999999999999999"});
+  EXPECT_EQ(far.exit_code, 1) << far.err;
+  CliResult good = Run({"enqueue", "--json", "--ns", kNs, "--type", "t", "--at", "4000000000"});
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_EQ(good.Json()["due_ms"], 4000000000000LL);
+
+  CliResult empty = Run({"enqueue", "--ns", kNs, "--type", "t", "--id", ""});
+  EXPECT_EQ(empty.exit_code, 1) << empty.err;
+  EXPECT_NE(empty.err.find("invalid_argument: --id: "), std::string::npos) << empty.err;
+  EXPECT_EQ(redis_.Command({"HLEN", internal::Keys(kNs).Tasks()})->integer, 1);
 }
 
 }  // namespace

@@ -38,5 +38,36 @@ TEST(TimeArgTest, RejectsOtherFormsNamingTheField) {
   }
 }
 
+TEST(TimeArgTest, UnixMillisecondsAreRefusedWithAHint) {
+  auto ms = ParseTimeArg("since", "1722489600000", kNow);
+  ASSERT_FALSE(ms.ok());
+  EXPECT_EQ(ms.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(ms.status().message().find("milliseconds?"), std::string::npos)
+      << ms.status().message();
+  // Numbers that would overflow once counted in milliseconds.
+  for (const char* huge : {"9223372036854775807", "9223372036854775807s", "99999999999999d"}) {
+    auto r = ParseTimeArg("until", huge, kNow);
+    ASSERT_FALSE(r.ok()) << huge;
+    EXPECT_EQ(r.status().message().rfind("until: ", 0), 0u) << r.status().message();
+  }
+}
+
+TEST(TimeArgTest, RunAtTakesUnixSecondsInTheContractRange) {
+  auto at = ParseUnixSecondsArg("at", "1722489600");
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  EXPECT_EQ(*at, 1722489600);
+  auto ms = ParseUnixSecondsArg("at", "1722489600000");
+  ASSERT_FALSE(ms.ok());
+  EXPECT_EQ(ms.status().message(),
+            "at: must be Unix seconds 946684800..4102444800 (got 1722489600000: milliseconds?)");
+  for (const char* bad : {"", "0", "-5", "12x", "99999999999999999999", "4102444801"}) {
+    auto r = ParseUnixSecondsArg("at", bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message().rfind("at: must be Unix seconds", 0), 0u)
+        << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace baton::cli

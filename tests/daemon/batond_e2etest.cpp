@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "batond_fixture.h"
 
@@ -267,6 +269,34 @@ TEST_F(BatondTest, SigtermStopsGracefully) {
   ASSERT_TRUE(status.has_value()) << "batond did not stop";
   EXPECT_EQ(*status, 0);
   EXPECT_NE(batond.Log().find("msg=\"batond stopped\""), std::string::npos) << batond.Log();
+}
+
+// The last stats line (logged after the components stopped) counts what the cron ticker fired.
+TEST_F(BatondTest, FinalStatsCountTheCronTicksFired) {
+  Batond batond(redis_.url(), dir_.path(), "b1", {"--log-format", "json"});
+  ASSERT_TRUE(batond.WaitForLog("\"msg\":\"batond running\"")) << batond.Log();
+  redis_.Command({"HSET", std::string(Keys::kCron), "stats-cron",
+                  R"({"schedule":"* * * * * *","namespace":"e2e","task_type":"stats_tick"})"});
+  redis_.Command({"PUBLISH", "baton:cron:changed", "stats-cron"});
+  ASSERT_TRUE(WaitForStreamLength("stats_tick", 1, seconds(10))) << batond.Log();
+  batond.process().Signal(SIGTERM);
+  auto status = batond.process().Wait(seconds(10));
+  ASSERT_TRUE(status.has_value()) << "batond did not stop";
+  const long long fired = StreamLength("stats_tick");  // nothing fires after the stop
+
+  // The stats line after "batond stopping" is the final one.
+  std::istringstream lines(batond.Log());
+  std::string line;
+  bool stopping = false;
+  std::optional<nlohmann::json> final_stats;
+  while (std::getline(lines, line)) {
+    auto doc = nlohmann::json::parse(line, nullptr, false);
+    if (doc.is_discarded()) continue;
+    if (doc.value("msg", "") == "batond stopping") stopping = true;
+    if (stopping && doc.value("msg", "") == "stats") final_stats = doc;
+  }
+  ASSERT_TRUE(final_stats.has_value()) << batond.Log();
+  EXPECT_EQ((*final_stats)["cron_fired_total"].get<long long>(), fired) << batond.Log();
 }
 
 TEST_F(BatondTest, JsonLogs) {
