@@ -665,8 +665,9 @@ TEST_F(CliTest, InvalidUtf8InErrorsNeverAbortsInspection) {
   }
   CliResult list = Run({"dlq", "list", "--ns", kNs, "--json"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
-  ASSERT_EQ(list.Json()["dead"].size(), 2u);
-  for (const json& d : list.Json()["dead"]) {
+  const json listed = list.Json();  // kept alive: the loop walks into it
+  ASSERT_EQ(listed["dead"].size(), 2u);
+  for (const json& d : listed["dead"]) {
     EXPECT_EQ(d["kind"], "error") << d;
     EXPECT_NE(d["last_error"].get<std::string>().find(d["task_id"] == id ? "oops" : "bad"),
               std::string::npos)
