@@ -71,21 +71,21 @@ bool IsJson(const std::string& text) { return !text.empty() && nlohmann::json::a
 void PrintJson(const nlohmann::json& document) { std::cout << Dump(document) << "\n"; }
 
 std::string DumpWithRawFields(nlohmann::json document, const std::vector<RawJsonField>& raw) {
-  // Each raw field becomes a unique placeholder string, whose quoted form is then replaced by the
+  // Each raw field becomes a unique marker string, whose quoted form is then replaced by the
   // text in the dumped document.
   std::random_device random;
   const std::string nonce = std::to_string(random()) + "-" + std::to_string(random());
   std::vector<std::pair<std::string, const std::string*>> splices;
   for (std::size_t i = 0; i < raw.size(); ++i) {
     if (!document.contains(raw[i].at) || !IsJson(raw[i].text)) continue;
-    std::string placeholder = "baton-raw-json-" + std::to_string(i) + "-" + nonce;
-    document[raw[i].at] = placeholder;
-    splices.emplace_back("\"" + placeholder + "\"", &raw[i].text);
+    std::string marker = "baton-raw-json-" + std::to_string(i) + "-" + nonce;
+    document[raw[i].at] = marker;
+    splices.emplace_back("\"" + marker + "\"", &raw[i].text);
   }
   std::string out = Dump(document);
-  for (const auto& [placeholder, text] : splices) {
-    std::size_t at = out.find(placeholder);
-    if (at != std::string::npos) out.replace(at, placeholder.size(), *text);
+  for (const auto& [marker, text] : splices) {
+    std::size_t at = out.find(marker);
+    if (at != std::string::npos) out.replace(at, marker.size(), *text);
   }
   return out;
 }

@@ -117,11 +117,11 @@ class Keys:
         return _fill(self.of("unique"), "KEY", key)
 
 
-def _fill(pattern, placeholder, value):
-    """The pattern's trailing placeholder (TYPE, KEY) replaced by value."""
-    if not pattern.endswith(":" + placeholder):
-        raise ValueError(f"key pattern {pattern} does not end in :{placeholder}")
-    return pattern[:-len(placeholder)] + value
+def _fill(pattern, slot, value):
+    """The pattern's trailing slot (TYPE, KEY) replaced by value."""
+    if not pattern.endswith(":" + slot):
+        raise ValueError(f"key pattern {pattern} does not end in :{slot}")
+    return pattern[:-len(slot)] + value
 
 
 def library_source():
