@@ -184,10 +184,11 @@ PhaseResult BatonDrain(const Options& o) {
   wo.default_concurrency = o.concurrency;
   wo.fetch_batch = 100;
   baton::Worker worker(wo);
-  worker.Register("bench", "noop", [&](baton::TaskContext&) {
+  baton::Status registered = worker.Register("bench", "noop", [&](baton::TaskContext&) {
     handled.fetch_add(1, std::memory_order_relaxed);
     return baton::Status::Ok();
   });
+  if (!registered.ok()) Die(registered.ToString());
   if (auto st = worker.Start(); !st.ok()) Die(st.ToString());
   const std::string payload = PayloadJson(o.payload);
   if (o.commandstats) Must(*admin, {"CONFIG", "RESETSTAT"});
@@ -262,7 +263,7 @@ std::pair<double, double> LightLoadLatency(const Options& o) {
   wo.redis_url = o.redis;
   wo.default_concurrency = 1;
   baton::Worker worker(wo);
-  worker.Register("bench", "latency", [&](baton::TaskContext& ctx) {
+  baton::Status registered = worker.Register("bench", "latency", [&](baton::TaskContext& ctx) {
     auto now = std::chrono::duration_cast<std::chrono::microseconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count();
@@ -271,6 +272,7 @@ std::pair<double, double> LightLoadLatency(const Options& o) {
     lat_ms.push_back((now - sent) / 1000.0);
     return baton::Status::Ok();
   });
+  if (!registered.ok()) Die(registered.ToString());
   if (auto st = worker.Start(); !st.ok()) Die(st.ToString());
   baton::ClientOptions co;
   co.redis_url = o.redis;

@@ -11,6 +11,7 @@
 #include "cron_store.h"
 #include "option_rules.h"
 #include "output.h"
+#include "time_arg.h"
 
 namespace baton::cli {
 
@@ -31,6 +32,7 @@ struct CronArgs {
   bool disabled = false;
   bool replace = false;
   std::size_t count = 5;
+  std::string from;  // cron next --from: preview from this time instead of now
 };
 
 StatusOr<CronStore> OpenStore(Context& ctx) {
@@ -64,20 +66,45 @@ std::string LocalText(sys_seconds t, const std::string& tz) {
   }
 }
 
-nlohmann::json NextJson(const std::vector<sys_seconds>& times, const std::string& tz) {
+// Fire times with what an operator needs to trust them: a time past the zone's rules (tzdata
+// lists DST changes up to 2037) carries a warning, since its local time may be wrong.
+struct FireTimes {
+  std::vector<sys_seconds> times;
+  std::vector<bool> past_zone_data;  // by index
+};
+
+constexpr const char* kPastZoneDataWarning =
+    "past the time zone data (DST rules known until 2037): the local time may be wrong";
+
+nlohmann::json NextJson(const FireTimes& next, const std::string& tz) {
   nlohmann::json out = nlohmann::json::array();
-  for (sys_seconds t : times) {
+  for (std::size_t i = 0; i < next.times.size(); ++i) {
+    sys_seconds t = next.times[i];
     std::int64_t unix_s = t.time_since_epoch().count();
-    out.push_back(
-        {{"unix", unix_s}, {"utc", TimeText(unix_s * 1000)}, {"local", LocalText(t, tz)}});
+    nlohmann::json one = {
+        {"unix", unix_s}, {"utc", TimeText(unix_s * 1000)}, {"local", LocalText(t, tz)}};
+    if (next.past_zone_data[i]) one["warning"] = kPastZoneDataWarning;
+    out.push_back(std::move(one));
   }
   return out;
 }
 
-StatusOr<std::vector<sys_seconds>> NextTimes(const internal::CronJob& job, std::size_t n) {
+StatusOr<FireTimes> NextTimes(const internal::CronJob& job, std::size_t n,
+                              sys_seconds after = NowSeconds()) {
   auto schedule = job.MakeSchedule();
   if (!schedule.ok()) return schedule.status();
-  return schedule->NextN(NowSeconds(), n);
+  FireTimes out;
+  out.times = schedule->NextN(after, n);
+  for (sys_seconds t : out.times) out.past_zone_data.push_back(schedule->PastZoneData(t));
+  return out;
+}
+
+// One fire time as a text line: local time, UTC when the zone is not UTC, and the warning.
+std::string FireTimeLine(const FireTimes& next, std::size_t i, const std::string& tz) {
+  std::string line = LocalText(next.times[i], tz);
+  if (tz != "UTC") line += "  (" + TimeText(next.times[i].time_since_epoch().count() * 1000) + ")";
+  if (next.past_zone_data[i]) line += std::string("  warning: ") + kPastZoneDataWarning;
+  return line;
 }
 
 int RunAdd(Context& ctx, const CronArgs& args) {
@@ -111,7 +138,8 @@ int RunAdd(Context& ctx, const CronArgs& args) {
                {"next", NextJson(*next, job->timezone)}});
   } else {
     std::cout << (existing->has_value() ? "replaced" : "added") << " cron job " << args.name;
-    if (!next->empty()) std::cout << ": next run at " << LocalText(next->front(), job->timezone);
+    if (!next->times.empty())
+      std::cout << ": next run at " << FireTimeLine(*next, 0, job->timezone);
     std::cout << (job->enabled ? "" : " (disabled)") << "\n";
   }
   return kExitOk;
@@ -133,7 +161,7 @@ int RunList(Context& ctx) {
     }
     auto next = NextTimes(*job, 1);
     std::string next_text =
-        next.ok() && !next->empty() ? LocalText(next->front(), job->timezone) : "-";
+        next.ok() && !next->times.empty() ? LocalText(next->times.front(), job->timezone) : "-";
     out.push_back({{"name", name},
                    {"valid", true},
                    {"definition", job->ToJsonObject()},
@@ -152,31 +180,84 @@ int RunList(Context& ctx) {
   return kExitOk;
 }
 
-int RunShow(Context& ctx, const CronArgs& args, bool next_only) {
-  std::string command = next_only ? "cron next" : "cron show";
+int RunShow(Context& ctx, const CronArgs& args) {
   auto store = OpenStore(ctx);
-  if (!store.ok()) return ctx.Fail(command, store.status());
+  if (!store.ok()) return ctx.Fail("cron show", store.status());
   auto job = LoadJob(*store, args.name);
-  if (!job.ok()) return ctx.Fail(command, job.status(), "See the jobs with 'baton cron list'.");
-  auto next = NextTimes(*job, next_only ? args.count : 5);
-  if (!next.ok()) return ctx.Fail(command, next.status());
+  if (!job.ok()) return ctx.Fail("cron show", job.status(), "See the jobs with 'baton cron list'.");
+  auto next = NextTimes(*job, 5);
+  if (!next.ok()) return ctx.Fail("cron show", next.status());
   if (ctx.global.json) {
-    nlohmann::json out = {
-        {"name", args.name}, {"timezone", job->timezone}, {"next", NextJson(*next, job->timezone)}};
-    if (!next_only) out["definition"] = job->ToJsonObject();
+    PrintJson({{"name", args.name},
+               {"timezone", job->timezone},
+               {"enabled", job->enabled},
+               {"next", NextJson(*next, job->timezone)},
+               {"definition", job->ToJsonObject()}});
+    return kExitOk;
+  }
+  std::cout << "name        " << args.name << "\n"
+            << "definition  " << job->ToJson() << "\n"
+            << "next runs" << (job->enabled ? "" : " (disabled: it will not fire)") << ":\n";
+  for (std::size_t i = 0; i < next->times.size(); ++i) {
+    std::cout << "  " << FireTimeLine(*next, i, job->timezone) << "\n";
+  }
+  return kExitOk;
+}
+
+// cron next: a stored job's fire times, or an inline --schedule's (nothing is written), from now
+// or from --from (to check a job across a DST change before storing it).
+int RunNext(Context& ctx, const CronArgs& args) {
+  const bool inline_schedule = !args.schedule.empty();
+  if (inline_schedule && !args.name.empty()) {
+    return ctx.Fail("cron next",
+                    Status::InvalidArgument("schedule", "give a job name or --schedule, not both"));
+  }
+  if (!inline_schedule && args.name.empty()) {
+    return ctx.Fail("cron next", Status::InvalidArgument("name", "required"),
+                    "Give a stored job's name, or --schedule (and --tz) to preview a cron line: "
+                    "baton cron next --schedule \"30 2 * * *\" --tz Europe/Berlin --from "
+                    "2030-03-30");
+  }
+  sys_seconds from = NowSeconds();
+  if (!args.from.empty()) {
+    auto ms = ParseTimeArg("from", args.from, from.time_since_epoch().count() * 1000);
+    if (!ms.ok()) return ctx.Fail("cron next", ms.status());
+    // Fire times strictly after `from`: a job due exactly at --from is listed.
+    from = sys_seconds{std::chrono::seconds{*ms / 1000 - 1}};
+  }
+  internal::CronJob job;
+  if (inline_schedule) {
+    job.schedule = args.schedule;
+    job.timezone = args.tz;
+  } else {
+    auto store = OpenStore(ctx);
+    if (!store.ok()) return ctx.Fail("cron next", store.status());
+    auto stored = LoadJob(*store, args.name);
+    if (!stored.ok()) {
+      return ctx.Fail("cron next", stored.status(), "See the jobs with 'baton cron list'.");
+    }
+    job = std::move(*stored);
+  }
+  auto next = NextTimes(job, args.count, from);
+  if (!next.ok()) return ctx.Fail("cron next", next.status());
+  if (ctx.global.json) {
+    nlohmann::json out = {{"timezone", job.timezone},
+                          {"enabled", job.enabled},
+                          {"next", NextJson(*next, job.timezone)}};
+    if (inline_schedule) {
+      out["schedule"] = job.schedule;
+    } else {
+      out["name"] = args.name;
+    }
     PrintJson(out);
     return kExitOk;
   }
-  if (!next_only) {
-    std::cout << "name        " << args.name << "\n"
-              << "definition  " << job->ToJson() << "\n"
-              << "next runs" << (job->enabled ? "" : " (disabled: it will not fire)") << ":\n";
+  if (!job.enabled) {
+    std::cout << "(disabled: these times will not fire until 'baton cron enable " << args.name
+              << "')\n";
   }
-  for (sys_seconds t : *next) {
-    std::cout << (next_only ? "" : "  ") << LocalText(t, job->timezone);
-    if (job->timezone != "UTC")
-      std::cout << "  (" << TimeText(t.time_since_epoch().count() * 1000) << ")";
-    std::cout << "\n";
+  for (std::size_t i = 0; i < next->times.size(); ++i) {
+    std::cout << FireTimeLine(*next, i, job.timezone) << "\n";
   }
   return kExitOk;
 }
@@ -247,7 +328,7 @@ void AddCronCommand(CLI::App& app, Context& ctx) {
 
   std::shared_ptr<CronArgs> show_args;
   NamedCommand(cron, "show", "One job's definition and next 5 runs", show_args)
-      ->callback([&ctx, show_args] { ctx.exit_code = RunShow(ctx, *show_args, false); });
+      ->callback([&ctx, show_args] { ctx.exit_code = RunShow(ctx, *show_args); });
 
   std::shared_ptr<CronArgs> rm_args;
   NamedCommand(cron, "rm", "Remove a cron job", rm_args)->callback([&ctx, rm_args] {
@@ -263,10 +344,17 @@ void AddCronCommand(CLI::App& app, Context& ctx) {
   NamedCommand(cron, "disable", "Stop a job from firing (keeps its definition)", disable_args)
       ->callback([&ctx, disable_args] { ctx.exit_code = RunEnable(ctx, *disable_args, false); });
 
-  std::shared_ptr<CronArgs> next_args;
-  CLI::App* next = NamedCommand(cron, "next", "The next fire times of a job", next_args);
+  auto next_args = std::make_shared<CronArgs>();
+  CLI::App* next = cron->add_subcommand(
+      "next", "The next fire times of a stored job, or of a --schedule given here (not stored)");
+  next->add_option("name", next_args->name, "Job name (or use --schedule)");
+  next->add_option("--schedule", next_args->schedule, "A cron line to preview instead of a job");
+  next->add_option("--tz", next_args->tz, "IANA time zone of --schedule");
+  next->add_option("--from", next_args->from,
+                   "Preview from this time instead of now: Unix seconds or a UTC date-time "
+                   "(2030-03-30, 2030-03-30T23:00:00Z)");
   next->add_option("-n", next_args->count, "How many")->check(IntegerIn(1, 1000));
-  next->callback([&ctx, next_args] { ctx.exit_code = RunShow(ctx, *next_args, true); });
+  next->callback([&ctx, next_args] { ctx.exit_code = RunNext(ctx, *next_args); });
 }
 
 }  // namespace baton::cli

@@ -1,5 +1,6 @@
 // baton enqueue: one task, from options or from a whole task document (--file). The payload text
-// is enqueued byte for byte as given.
+// (--payload, or --payload-file for one too big for a command-line argument) is enqueued byte for
+// byte as given.
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -27,6 +28,7 @@ struct EnqueueArgs {
   std::int64_t unique_ttl = 0;
   std::string extra;
   std::string file;
+  std::string payload_file;
 };
 
 std::string_view OutcomeName(EnqueueOutcome outcome) {
@@ -43,12 +45,13 @@ std::string_view OutcomeName(EnqueueOutcome outcome) {
   return "unknown";
 }
 
-StatusOr<std::string> ReadFile(const std::string& path) {
+// The bytes of `path` ("-": standard input); `field` names the option in the error.
+StatusOr<std::string> ReadFile(const std::string& field, const std::string& path) {
   if (path == "-") {
     return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidArgument("file", "cannot read \"" + path + "\"");
+  if (!in) return Status::InvalidArgument(field, "cannot read \"" + path + "\"");
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -56,14 +59,20 @@ StatusOr<std::string> ReadFile(const std::string& path) {
 
 // The task the options describe (id and created_at filled in), payload text kept as given.
 StatusOr<Task> TaskFromOptions(const EnqueueArgs& args) {
-  auto payload = nlohmann::json::parse(args.payload, nullptr, /*allow_exceptions=*/false);
+  std::string payload_text = args.payload;
+  if (!args.payload_file.empty()) {
+    auto text = ReadFile("payload_file", args.payload_file);
+    if (!text.ok()) return text.status();
+    payload_text = std::move(*text);
+  }
+  auto payload = nlohmann::json::parse(payload_text, nullptr, /*allow_exceptions=*/false);
   if (payload.is_discarded() || !payload.is_object()) {
     return Status::InvalidArgument("payload", "must be a JSON object, e.g. '{\"to\":\"a@b.c\"}'");
   }
   TaskRequest request;
   request.ns = args.ns;
   request.task_type = args.type;
-  request.payload = payload;
+  request.payload_json = std::move(payload_text);
   request.options.max_retry = args.max_retry;
   request.options.delay_seconds = args.delay;
   if (!args.id.empty()) request.options.task_id = args.id;
@@ -75,17 +84,13 @@ StatusOr<Task> TaskFromOptions(const EnqueueArgs& args) {
     }
     request.options.extra = extra;
   }
-  auto task = Client::BuildTask(request);
-  if (!task.ok()) return task.status();
-  task->payload_json = args.payload;
-  if (Status s = task->Validate(); !s.ok()) return s;
-  return task;
+  return Client::BuildTask(request);
 }
 
 int RunEnqueue(Context& ctx, const EnqueueArgs& args) {
   StatusOr<Task> task = Status::Internal("no task");
   if (!args.file.empty()) {
-    auto text = ReadFile(args.file);
+    auto text = ReadFile("file", args.file);
     if (!text.ok()) return ctx.Fail("enqueue", text.status());
     task = Task::FromJson(*text);
   } else {
@@ -152,6 +157,11 @@ void AddEnqueueCommand(CLI::App& app, Context& ctx) {
   auto* ns = cmd->add_option("--ns", args->ns, "Namespace");
   auto* type = cmd->add_option("--type", args->type, "Task type");
   auto* payload = cmd->add_option("--payload", args->payload, "Payload, a JSON object");
+  auto* payload_file =
+      cmd->add_option("--payload-file", args->payload_file,
+                      "Payload from a file ('-' reads stdin), byte for byte: for a payload too big "
+                      "for one command-line argument (128 KiB on Linux)");
+  payload_file->excludes(payload);
   auto* delay = cmd->add_option("--delay", args->delay, "Seconds to wait before the first run")
                     ->check(IntegerIn(0, kMaxDelaySeconds));
   auto* at = cmd->add_option("--at", args->at, "First run at this Unix time (seconds)")
@@ -172,7 +182,7 @@ void AddEnqueueCommand(CLI::App& app, Context& ctx) {
                                 "Other top-level task fields, a JSON object (trace, headers)");
   auto* file =
       cmd->add_option("--file", args->file, "A whole task document (JSON; '-' reads stdin)");
-  for (CLI::Option* o : {ns, type, payload, delay, max_retry, timeout, id, extra}) {
+  for (CLI::Option* o : {ns, type, payload, payload_file, delay, max_retry, timeout, id, extra}) {
     file->excludes(o);
   }
   cmd->callback([&ctx, args] { ctx.exit_code = RunEnqueue(ctx, *args); });

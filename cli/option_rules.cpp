@@ -29,6 +29,19 @@ CLI::Validator IntegerIn(std::int64_t min, std::int64_t max) {
       "INT in " + std::to_string(min) + ".." + std::to_string(max));
 }
 
+CLI::Validator ZeroOrIntegerIn(std::int64_t min, std::int64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        const internal::task_rules::IntegerRule rule{"value", "must be an integer", 0, max};
+        std::int64_t value = 0;
+        Status s = internal::task_rules::ParseInteger(rule, text, &value);
+        if (s.ok() && (value == 0 || value >= min)) return "";
+        return "must be 0 or an integer " + std::to_string(min) + ".." + std::to_string(max) +
+               " (got " + text + ")";
+      },
+      "0 or INT in " + std::to_string(min) + ".." + std::to_string(max));
+}
+
 CLI::Validator UnixSecondsArg() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -9,6 +9,8 @@ namespace baton::cli {
 
 // A decimal integer within min..max.
 CLI::Validator IntegerIn(std::int64_t min, std::int64_t max);
+// 0 (meaning "the default"), or a decimal integer within min..max.
+CLI::Validator ZeroOrIntegerIn(std::int64_t min, std::int64_t max);
 // Unix seconds within the contract's created_at range, with the "milliseconds?" hint (--at).
 CLI::Validator UnixSecondsArg();
 // A task id as the contract defines it (not empty).

@@ -1,6 +1,6 @@
 // baton pending: who holds which tasks of one queue, per consumer group and consumer, the
-// entries delivered the longest ago, and their leases (a stuck worker's leases expire: it shows up
-// here first).
+// entries not delivered or renewed for the longest, and their leases (a stuck worker's leases
+// expire: it shows up here first).
 #include <iostream>
 
 #include "commands.h"
@@ -51,9 +51,9 @@ int RunPending(Context& ctx, const PendingArgs& args) {
     for (const PendingEntry& e : g.longest_idle) {
       entries.Add({"  " + e.stream_id, e.task_id.empty() ? "(gone)" : e.task_id, e.consumer,
                    DurationText(e.idle_ms), std::to_string(e.deliveries),
-                   e.task_id.empty() ? "-" : LeaseText(e.lease_deadline_ms, report->now_ms)});
+                   LeaseText(e.lease_deadline_ms, report->now_ms)});
     }
-    std::cout << "  delivered the longest ago:\n";
+    std::cout << "  not delivered or renewed for the longest:\n";
     entries.Print(std::cout);
   }
   if (report->expired_leases > 0) {
@@ -72,8 +72,9 @@ void AddPendingCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("--ns", args->ns, "Namespace")->required();
   cmd->add_option("--type", args->type, "Task type")->required();
   cmd->footer(
-      "Leases are deadlines in Redis (leases:TYPE), moved by the workers' heartbeats; an expired "
-      "lease means the worker stopped heartbeating.");
+      "A delivered task's lease ends its consumer's lease length (leases:TYPE, else the "
+      "namespace's lease_ms) after its delivery or the worker's last heartbeat: IDLE counts from "
+      "there. An expired lease means the worker stopped heartbeating.");
   cmd->callback([&ctx, args] { ctx.exit_code = RunPending(ctx, *args); });
 }
 

@@ -23,28 +23,21 @@ std::string LeaseText(const TaskInfo& t) {
   return "lease expired " + DurationText(-left) + " ago, not yet taken back";
 }
 
-// Who holds the task's entry (XPENDING), or "".
+// Who holds the task's entry (XPENDING).
 std::string HolderText(const TaskInfo& t) {
-  if (t.leases.empty()) return "";
+  if (t.leases.empty()) return "(no holder)";
   const TaskLease& l = t.leases.front();
-  return "consumer " + l.consumer + " (group " + l.group + ") for " + DurationText(l.idle_ms) +
-         ", delivery #" + std::to_string(l.deliveries);
+  return "consumer " + l.consumer + " (group " + l.group + "), delivery #" +
+         std::to_string(l.deliveries) + ", delivered or renewed " + DurationText(l.idle_ms) +
+         " ago";
 }
 
 std::string Where(const TaskInfo& t) {
   switch (t.state) {
-    case TaskState::kQueued: {
-      std::string holder = HolderText(t);
-      if (!holder.empty()) {
-        return "pending on " + holder + " without a lease (entry " + t.stream_id + ")";
-      }
+    case TaskState::kQueued:
       return "waiting in the stream (entry " + t.stream_id + ")";
-    }
-    case TaskState::kActive: {
-      std::string holder = HolderText(t);
-      return (holder.empty() ? "leased, not pending in any group" : "running on " + holder) + "; " +
-             LeaseText(t) + " (entry " + t.stream_id + ")";
-    }
+    case TaskState::kActive:  // pending in a group: `leases` names the holder
+      return "running on " + HolderText(t) + "; " + LeaseText(t) + " (entry " + t.stream_id + ")";
     case TaskState::kScheduled:
       return "delayed, due at " + WhenText(t.due_ms.value_or(0), t.now_ms);
     case TaskState::kRetry:

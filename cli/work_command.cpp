@@ -11,6 +11,7 @@
 #include "baton/worker.h"
 #include "commands.h"
 #include "exec_runner.h"
+#include "option_rules.h"
 
 namespace baton::cli {
 
@@ -30,7 +31,9 @@ struct WorkArgs {
   int kill_grace = 5;
   int non_retryable_exit = 65;
   std::int64_t lease_ms = 0;  // 0: the namespace's lease_ms setting
-  bool maintenance = false;   // in-process promote + reclaim (batond's job by default)
+  std::int64_t retry_base_ms = RetryPolicy{}.base.count();
+  std::int64_t retry_max_ms = RetryPolicy{}.max.count();
+  bool maintenance = false;  // in-process promote + reclaim (batond's job by default)
   std::string service = "baton-work";
 };
 
@@ -98,6 +101,8 @@ int RunWork(Context& ctx, const WorkArgs& args) {
   Worker worker(options);
   TypeOptions type_options;
   type_options.lease_ms = args.lease_ms;
+  type_options.retry.base = std::chrono::milliseconds(args.retry_base_ms);
+  type_options.retry.max = std::chrono::milliseconds(args.retry_max_ms);
   Status s = worker.Register(
       args.ns, args.type, [&args](TaskContext& context) { return RunTask(args, context); },
       type_options);
@@ -132,21 +137,27 @@ void AddWorkCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("--exec", args->exec, "Command, run with /bin/sh -c; payload on stdin")
       ->required();
   cmd->add_option("--concurrency", args->concurrency, "Commands running at once")
-      ->check(CLI::Range(1, 1024));
+      ->check(IntegerIn(1, 1024));
   cmd->add_option("--group", args->group, "Consumer group (a rescue group: <G>.rescue)");
   cmd->add_option("--timeout", args->timeout,
                   "Stop a command after this many seconds when its task sets no "
                   "execution_timeout (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(IntegerIn(0, 86400));
   cmd->add_option("--kill-grace", args->kill_grace, "Seconds between SIGTERM and SIGKILL")
-      ->check(CLI::Range(0, 3600));
+      ->check(IntegerIn(0, 3600));
   cmd->add_option("--non-retryable-exit", args->non_retryable_exit,
                   "Exit status that sends the task to the dead-letter queue without retries "
                   "(-1: none)");
   cmd->add_option("--lease-ms", args->lease_ms,
                   "Lease of a running task, 1000..86400000 ms (heartbeats extend it); 0: the "
                   "namespace's lease_ms setting (baton config)")
-      ->check(CLI::Range(0, 0) | CLI::Range(1000, 86400000));
+      ->check(ZeroOrIntegerIn(1000, 86400000));
+  cmd->add_option("--retry-base-ms", args->retry_base_ms,
+                  "Backoff after the first failed attempt, ms; doubles per attempt up to "
+                  "--retry-max-ms, plus up to 25% jitter")
+      ->check(IntegerIn(1, 86400000));
+  cmd->add_option("--retry-max-ms", args->retry_max_ms, "Longest backoff between attempts, ms")
+      ->check(IntegerIn(1, 86400000));
   cmd->add_flag("--maintenance", args->maintenance,
                 "Also promote due tasks and reclaim expired leases here, for setups without "
                 "batond (off by default: batond does it)");

@@ -22,9 +22,9 @@ std::string DefaultInstanceName() {
 const std::vector<RemovedSetting>& RemovedSettings() {
   static const std::vector<RemovedSetting> kRemoved = {
       {"lease-ms", "BATON_LEASE_MS",
-       "removed in protocol v2: a task's lease deadline is kept in Redis, set by the worker that "
-       "holds it (its lease option) or by the namespace setting lease_ms "
-       "(Client::ConfigureNamespace), and batond only takes back tasks whose deadline passed. "
+       "removed in protocol v2: a task's lease is kept in Redis, its length set by the worker "
+       "that holds it (its lease option) or by the namespace setting lease_ms "
+       "(Client::ConfigureNamespace), and batond only takes back tasks whose lease ended. "
        "Delete this setting"},
       {"events-maxlen", "BATON_EVENTS_MAXLEN",
        "removed in protocol v2: the events cap is the namespace setting events_maxlen "
@@ -89,7 +89,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
 
   CLI::App app{
       "batond: Baton's scheduler daemon. Promotes due delayed and retrying tasks, takes back tasks "
-      "whose lease deadline passed, fires cron jobs, for every namespace that has work. Run any "
+      "whose lease ended, fires cron jobs, for every namespace that has work. Run any "
       "number against one Redis.",
       "batond"};
   app.set_version_flag("--version", std::string("batond ") + BATON_VERSION);

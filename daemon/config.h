@@ -12,14 +12,15 @@
 
 namespace baton::batond {
 
-// Leases are not a batond setting: each task's lease deadline is kept in Redis (set by the worker
-// that holds it, or the namespace setting lease_ms), and batond only takes back expired ones.
+// Leases are not a batond setting: a task's lease is kept in Redis (its delivery time in the
+// consumer group, renewed by each heartbeat, plus the lease length its worker asked for, or the
+// namespace setting lease_ms), and batond only takes back expired ones.
 struct DaemonConfig {
   std::string redis_url = "redis://127.0.0.1:6379";
   std::vector<std::string> namespaces;  // empty = every namespace that has task types
   int promote_batch = 1000;             // tasks moved per baton_v2_promote call (1..10000)
   // Longest time between two checks of a type for expired leases (it is checked sooner when a
-  // lease deadline comes sooner).
+  // lease ends sooner).
   std::chrono::milliseconds reaper_interval{1000};
   int reclaim_batch = 100;                     // leases taken back per baton_v2_reclaim call
   std::chrono::milliseconds retry_base{2000};  // backoff of lease-expired attempts

@@ -265,7 +265,7 @@ Status Daemon::StartComponents() {
     PokeRun(true);  // re-read the directory: announcements may have been missed
   };
   subscriber_ = std::make_unique<internal::WakeupSubscriber>(*endpoint, std::move(handlers), log_);
-  subscriber_->Start();  // a failure is logged by the subscriber, which keeps retrying
+  (void)subscriber_->Start();  // a failure is logged by the subscriber, which keeps retrying
 
   if (config_.cron) {
     internal::CronTicker::Options co;

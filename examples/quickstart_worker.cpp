@@ -19,12 +19,12 @@ int main(int argc, char** argv) {
   if (argc > 1) options.redis_url = argv[1];
   options.handle_signals = true;  // SIGTERM/SIGINT: finish running tasks, then return
   baton::Worker worker(options);
-  worker.Register("shop", "send_email", [](baton::TaskContext& ctx) {
+  baton::Status status = worker.Register("shop", "send_email", [](baton::TaskContext& ctx) {
     std::printf("sending %s (attempt %d)\n", ctx.task().payload_json.c_str(), ctx.attempt());
     std::fflush(stdout);
     return baton::Status::Ok();  // an error Status or an exception: retry with backoff
   });
-  baton::Status status = worker.Run();
+  if (status.ok()) status = worker.Run();
   if (!status.ok()) return std::fprintf(stderr, "%s\n", status.ToString().c_str()), 1;
   // snippet-end
   return 0;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <stdexcept>
 #include <string>
@@ -35,16 +36,22 @@ int main(int argc, char** argv) {
   quick_retry.retry.base = std::chrono::milliseconds(500);
   quick_retry.retry.max = std::chrono::seconds(2);
 
-  worker.Register("order", "send_notification", [&](baton::TaskContext& ctx) {
+  // Register fails only for a bad name or option: a bug in this program, so stop at once.
+  auto must = [](const baton::Status& registered) {
+    if (registered.ok()) return;
+    std::fprintf(stderr, "worker: %s\n", registered.ToString().c_str());
+    std::exit(1);
+  };
+  must(worker.Register("order", "send_notification", [&](baton::TaskContext& ctx) {
     log(ctx, ("notify " + ctx.task().payload_json).c_str());
     return baton::Status::Ok();
-  });
-  worker.Register("order", "cancel_unpaid", [&](baton::TaskContext& ctx) {
+  }));
+  must(worker.Register("order", "cancel_unpaid", [&](baton::TaskContext& ctx) {
     long long waited = std::time(nullptr) - ctx.task().created_at;
     log(ctx, ("cancelled unpaid order after " + std::to_string(waited) + " s").c_str());
     return baton::Status::Ok();
-  });
-  worker.Register(
+  }));
+  must(worker.Register(
       "order", "flaky_inventory",
       [&](baton::TaskContext& ctx) {
         if (ctx.attempt() == 1) {
@@ -54,14 +61,14 @@ int main(int argc, char** argv) {
         log(ctx, "reserved stock on retry");
         return baton::Status::Ok();
       },
-      quick_retry);
-  worker.Register(
+      quick_retry));
+  must(worker.Register(
       "order", "charge_card",
       [&](baton::TaskContext& ctx) -> baton::Status {
         log(ctx, "card declined");
         throw std::runtime_error("card declined by issuer");
       },
-      quick_retry);
+      quick_retry));
 
   auto status = worker.Run();
   if (!status.ok()) {

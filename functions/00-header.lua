@@ -56,9 +56,14 @@ local PAYLOAD_MAX_BYTES = 524288
 local CHUNK = 512 -- arguments per variadic command (unpack is limited by the Lua C stack)
 local TRIM_BATCH = 256 -- expired done markers / dead tasks dropped per call at most
 
--- Stream entry fields, in the fixed order of docs/keyspace.md.
-local ENTRY_FIELDS = { 'id', 'payload', 'max_retry', 'delay_seconds', 'created_at',
-  'execution_timeout', 'extra', 'attempt' }
+-- A work stream entry has two fields (docs/keyspace.md): 'task' holds
+-- 'ID|MAX_RETRY|DELAY_SECONDS|CREATED_AT|EXECUTION_TIMEOUT|ATTEMPT|EXTRA' and 'payload' the
+-- payload bytes. Two fields, not one per value: every field is a string converted between Redis
+-- and Lua on each XADD and XREADGROUP of the hot path, which costs more than one string.match.
+-- ENTRY_TASK_STRICT is the common, valid case; ENTRY_TASK_PARTS splits anything with six '|'.
+local ENTRY_TASK_STRICT = '^([^|]+)|(%d+)|(%d+)|(%d+)|(%d*)|(%d+)|(.*)$'
+local ENTRY_TASK_PARTS = '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$'
+local ENTRY_TASK_FORMAT = 'ID|MAX_RETRY|DELAY_SECONDS|CREATED_AT|EXECUTION_TIMEOUT|ATTEMPT|EXTRA'
 
 -- '0'..'99' -> number: the hot path checks small integer fields with one table lookup.
 -- NEXT_TEXT: '0'..'98' -> the next integer as text ('0' -> '1'). Attempts stay text on the hot
@@ -118,18 +123,18 @@ end
 
 -- Writes the events a call collected: one entry per (from, to, worker) group, ids and attempts
 -- space-separated in the order they happened; a failure (with its error) is an entry of its own.
--- Then one XTRIM MAXLEN ~ for the whole call.
+-- Each XADD trims the stream to about events_maxlen (MAXLEN ~: whole nodes only, cheap).
 local function flush_events(ctx)
   local groups = ctx.event_groups
+  local events, maxlen = ctx.keys.events, ctx.config.events_maxlen
   for g = 1, #groups do
     local e = groups[g]
     if #e.ids > 0 then
-      call('XADD', ctx.keys.events, '*', 'type', e.type, 'from', e.from, 'to', e.to,
-      'worker', e.worker, 'ids', concat(e.ids, ' '), 'attempts', concat(e.attempts, ' '),
+      call('XADD', events, 'MAXLEN', '~', maxlen, '*', 'type', e.type, 'from', e.from, 'to',
+        e.to, 'worker', e.worker, 'ids', concat(e.ids, ' '), 'attempts', concat(e.attempts, ' '),
         'error', e.error)
     end
   end
-  call('XTRIM', ctx.keys.events, 'MAXLEN', '~', ctx.config.events_maxlen)
 end
 
 -- Wraps a transition: binds the helpers, writes the collected events, and returns raised error
@@ -161,6 +166,17 @@ end
 local function now_ms()
   local t = call('TIME')
   return tonumber_(t[1]) * 1000 + floor(tonumber_(t[2]) / 1000)
+end
+
+-- ctx.now, read from the server at the first use (a call that never needs the clock, e.g. an
+-- enqueue of immediate new tasks, skips TIME).
+local function ctx_now(ctx)
+  local now = ctx.now
+  if now == nil then
+    now = now_ms()
+    ctx.now = now
+  end
+  return now
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -253,10 +269,18 @@ end
 -- baton:v2:{NS}:<kind>.
 local TYPED = { stream = true, scheduled = true, dead = true, leases = true, rescue = true }
 
+-- Bound keys of earlier calls: spec -> KEYS[1] -> the table bind_keys returned, so that a call on
+-- keys seen before only compares its KEYS with them (Lua strings are interned: each compare is a
+-- pointer compare). Derived data only; emptied when it grows past BOUND_KEYS_MAX entries.
+local BOUND_KEYS_MAX = 4096
+local bound_keys = {}
+local bound_keys_count = 0
+
 -- keys: KEYS; spec: the kinds in KEYS order, spec[1] typed (its TYPE is the call's type) or not.
--- Returns a table kind -> key name, with .ns, .type (nil for an untyped first key) and .prefix.
--- Raises BATON_INVALID KEYS[i] for a key that is not the expected one, and KEYS when there are
--- too few keys (or, with `exact`, another number than the spec's).
+-- Returns a table kind -> key name, with .ns, .type (nil for an untyped first key) and .prefix
+-- (shared between calls: read it, never change it). Raises BATON_INVALID KEYS[i] for a key that
+-- is not the expected one, and KEYS when there are too few keys (or, with `exact`, another number
+-- than the spec's).
 local function bind_keys(keys, spec, exact)
   if exact and #keys ~= #spec then
     invalid('KEYS', 'expected ' .. #spec .. ' keys (' .. concat(spec, ', ') .. '), got ' .. #keys)
@@ -266,6 +290,16 @@ local function bind_keys(keys, spec, exact)
       #keys)
   end
   local first = keys[1]
+  local by_first = bound_keys[spec]
+  local known = by_first and by_first[first]
+  if known then
+    for i = 2, #spec do
+      if keys[i] ~= known[spec[i]] then
+        invalid('KEYS[' .. i .. ']', 'must be ' .. known[spec[i]])
+      end
+    end
+    return known
+  end
   local ns, task_type
   if TYPED[spec[1]] then
     ns, task_type = match(first, '^baton:v2:{([^}]*)}:' .. spec[1] .. ':(.+)$')
@@ -294,6 +328,14 @@ local function bind_keys(keys, spec, exact)
     end
     k[kind] = want
   end
+  if bound_keys_count >= BOUND_KEYS_MAX then
+    bound_keys, bound_keys_count = {}, 0
+  end
+  if bound_keys[spec] == nil then
+    bound_keys[spec] = {}
+  end
+  bound_keys[spec][first] = k
+  bound_keys_count = bound_keys_count + 1
   return k
 end
 
@@ -305,14 +347,39 @@ end
 ---------------------------------------------------------------------------------------------------
 -- Namespace settings (baton:v2:{NS}:config)
 
+-- Settings parsed by earlier calls: config key -> the raw values and what they gave. Every call
+-- still reads the hash (a hand edit counts at once) but parses only values it has not seen.
+local parsed_config = {}
+local parsed_config_count = 0
+
 -- Reads the settings once per call. A missing or out-of-range value (e.g. written by hand) falls
--- back to the default. Values stay text where they are passed on to Redis.
+-- back to the default. Values stay text where they are passed on to Redis. The table returned is
+-- shared between calls: read it, never change it.
 local function read_config(config_key)
-  local v = call('HMGET', config_key, unpack_(CONFIG_FIELDS))
+  -- HGETALL, not HMGET of the five names: an unconfigured namespace (the usual case) is one
+  -- argument and an empty reply, and every argument and reply value crosses into Lua at a cost.
+  local raw = call('HGETALL', config_key)
+  local seen = parsed_config[config_key]
+  if seen and #seen.raw == #raw then
+    local same = true
+    for i = 1, #raw do
+      if raw[i] ~= seen.raw[i] then
+        same = false
+        break
+      end
+    end
+    if same then
+      return seen.config
+    end
+  end
+  local v = {}
+  for i = 1, #raw - 1, 2 do
+    v[raw[i]] = raw[i + 1]
+  end
   local c = {}
   for i = 1, #CONFIG_FIELDS do
     local f = CONFIG_FIELDS[i]
-    local n = v[i] and is_uint(v[i]) and tonumber_(v[i]) or nil
+    local n = v[f] and is_uint(v[f]) and tonumber_(v[f]) or nil
     local r = CONFIG_RANGES[f]
     if n == nil or n < r[1] or n > r[2] then
       n = DEFAULTS[f]
@@ -321,6 +388,13 @@ local function read_config(config_key)
   end
   c.events_maxlen = int_text(c.events_maxlen)
   c.with_events = c.events_maxlen ~= '0'
+  if seen == nil then
+    if parsed_config_count >= BOUND_KEYS_MAX then
+      parsed_config, parsed_config_count = {}, 0
+    end
+    parsed_config_count = parsed_config_count + 1
+  end
+  parsed_config[config_key] = { raw = raw, config = c }
   return c
 end
 
@@ -328,6 +402,31 @@ end
 local function new_ctx(k)
   return { keys = k, type = k.type, config = read_config(k.config), event_groups = {},
     event_index = {} }
+end
+
+---------------------------------------------------------------------------------------------------
+-- Leases (baton:v2:{NS}:leases:TYPE: a HASH consumer -> lease_ms)
+--
+-- A delivered task's lease ends at its delivery time in the consumer group's pending entries list
+-- (set by XREADGROUP, reset by baton_v2_extend's XCLAIM) plus the lease length its consumer asked
+-- for in its last baton_v2_dequeue / baton_v2_extend. Nothing is written per task: the PEL
+-- already holds the delivery time.
+
+-- Records the lease length of `consumer` when it changed (one HGET per call otherwise).
+local function set_consumer_lease(k, consumer, lease_text)
+  if call('HGET', k.leases, consumer) ~= lease_text then
+    call('HSET', k.leases, consumer, lease_text)
+  end
+end
+
+-- The lease length (ms) of a consumer from its stored text; `default` when missing or out of
+-- range (e.g. written by hand).
+local function lease_of(text, default)
+  local n = text and is_uint(text) and tonumber_(text) or nil
+  if n == nil or n < CONFIG_RANGES.lease_ms[1] or n > CONFIG_RANGES.lease_ms[2] then
+    return default
+  end
+  return n
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -436,9 +535,12 @@ end
 -- state older than the retention no longer counts, even before trim_final removed it.
 local function final_states(ctx, ids)
   local scores = call_many('ZMSCORE', ctx.keys.done, ids)
-  local cutoff = ctx.now - ctx.config.done_retention_s * 1000
+  local cutoff = nil -- read the clock only when some id has a final state
   local out, look, l = {}, {}, 0
   for i = 1, #ids do
+    if scores[i] and cutoff == nil then
+      cutoff = ctx_now(ctx) - ctx.config.done_retention_s * 1000
+    end
     if scores[i] and tonumber_(scores[i]) > cutoff then
       l = l + 1
       look[l] = i
@@ -475,7 +577,8 @@ end
 ---------------------------------------------------------------------------------------------------
 -- Bodies (baton:v2:{NS}:bodies): a JSON object of strings, so the payload bytes survive exactly.
 
--- f: stream entry fields by name (any may be missing).
+-- f: the entry's values by name (any may be missing); f.raw, for a malformed entry, its raw fields
+-- by name, kept under "raw" so an operator sees what the foreign writer sent.
 local function encode_body(f)
   return encode({
     payload = f.payload or '',
@@ -484,6 +587,7 @@ local function encode_body(f)
     created_at = f.created_at or '',
     execution_timeout = f.execution_timeout or '',
     extra = f.extra or '',
+    raw = f.raw,
   })
 end
 
@@ -517,64 +621,19 @@ local function decode_body(text)
   }
 end
 
--- XADD of a work stream entry, fields in the fixed order. Returns the SID.
+-- The 'task' field of a work stream entry (f: the values by name, attempt: text).
+local function entry_task_text(id, f, attempt)
+  return id .. '|' .. f.max_retry .. '|' .. f.delay_seconds .. '|' .. f.created_at .. '|' ..
+      f.execution_timeout .. '|' .. attempt .. '|' .. f.extra
+end
+
+-- XADD of a work stream entry. Returns the SID.
 local function add_entry(stream, id, f, attempt)
-  return call('XADD', stream, '*', 'id', id, 'payload', f.payload, 'max_retry', f.max_retry,
-    'delay_seconds', f.delay_seconds, 'created_at', f.created_at,
-    'execution_timeout', f.execution_timeout, 'extra', f.extra, 'attempt', attempt)
+  return call('XADD', stream, '*', 'task', entry_task_text(id, f, attempt), 'payload', f.payload)
 end
 
 ---------------------------------------------------------------------------------------------------
--- Stream entry checks (baton_v2_dequeue, baton_v2_reclaim, baton_v2_dlq_replay)
-
--- fv: the flat field/value array of an entry. Returns the entry as a flat array in the fixed
--- field order and nil, or nil and the reason the entry is malformed. The id is not checked here:
--- an entry is only delivered when a task record points at it, and baton_v2_enqueue never writes a
--- record for an invalid id.
-local function check_entry(fv)
-  if not (#fv == 16 and fv[1] == 'id' and fv[3] == 'payload' and fv[5] == 'max_retry' and
-      fv[7] == 'delay_seconds' and fv[9] == 'created_at' and fv[11] == 'execution_timeout' and
-      fv[13] == 'extra' and fv[15] == 'attempt') then
-    local byname = {}
-    for j = 1, #fv - 1, 2 do
-      byname[fv[j]] = fv[j + 1]
-    end
-    local v = {}
-    for j = 1, 8 do
-      local x = byname[ENTRY_FIELDS[j]]
-      if x == nil then
-        return nil, 'missing field ' .. ENTRY_FIELDS[j]
-      end
-      v[2 * j - 1] = ENTRY_FIELDS[j]
-      v[2 * j] = x
-    end
-    fv = v
-  end
-  if SMALL_INTS[fv[6]] == nil and not is_uint(fv[6]) then
-    return nil, 'max_retry is not an integer'
-  end
-  if fv[8] ~= '0' and not is_uint(fv[8]) then
-    return nil, 'delay_seconds is not an integer'
-  end
-  if not find(fv[10], '^%d+$') or #fv[10] > 15 then
-    return nil, 'created_at is not an integer'
-  end
-  if fv[12] ~= '' and not is_uint(fv[12]) then
-    return nil, 'execution_timeout is not an integer'
-  end
-  if SMALL_INTS[fv[16]] == nil and not is_uint(fv[16]) then
-    return nil, 'attempt is not an integer'
-  end
-  return fv, nil
-end
-
--- Why an entry that passed check_entry but has no task record is malformed.
-local function no_record_reason(id)
-  if not is_task_id(id) then
-    return 'id is not a valid task id'
-  end
-  return 'no task record for id ' .. id
-end
+-- Stream entry checks (baton_v2_dequeue, baton_v2_reclaim, baton_v2_fail)
 
 local function fields_by_name(fv)
   local f = {}
@@ -584,12 +643,80 @@ local function fields_by_name(fv)
   return f
 end
 
+-- fv: the flat field/value array of an entry. Returns its values by name (id, payload, max_retry,
+-- delay_seconds, created_at, execution_timeout, extra, attempt) and nil, or nil and the reason
+-- the entry is malformed. The id is not checked here: an entry is only delivered when a task
+-- record points at it, and baton_v2_enqueue never writes a record for an invalid id.
+local function parse_entry(fv)
+  local task, payload
+  if #fv == 4 and fv[1] == 'task' and fv[3] == 'payload' then
+    task, payload = fv[2], fv[4]
+  else
+    local byname = fields_by_name(fv)
+    task, payload = byname.task, byname.payload
+    if task == nil then
+      return nil, 'missing field task'
+    end
+    if payload == nil then
+      return nil, 'missing field payload'
+    end
+  end
+  local id, max_retry, delay, created, timeout, attempt, extra = match(task, ENTRY_TASK_PARTS)
+  if id == nil then
+    return nil, 'field task is not ' .. ENTRY_TASK_FORMAT
+  end
+  if not is_uint(max_retry) then
+    return nil, 'max_retry is not an integer'
+  end
+  if not is_uint(delay) then
+    return nil, 'delay_seconds is not an integer'
+  end
+  if not is_uint(created) then
+    return nil, 'created_at is not an integer'
+  end
+  if timeout ~= '' and not is_uint(timeout) then
+    return nil, 'execution_timeout is not an integer'
+  end
+  if not is_uint(attempt) or #attempt > 9 then
+    return nil, 'attempt is not an integer'
+  end
+  return { id = id, payload = payload, max_retry = max_retry, delay_seconds = delay,
+    created_at = created, execution_timeout = timeout, extra = extra, attempt = attempt }, nil
+end
+
+-- Why an entry that passed parse_entry but has no task record is malformed.
+local function no_record_reason(id)
+  if not is_task_id(id) then
+    return 'id is not a valid task id'
+  end
+  return 'no task record for id ' .. id
+end
+
+-- The values of a malformed entry that can be kept in its dead-letter body: the known ones from
+-- its task field when it splits, else none; every raw field is kept too (see encode_body).
+local function malformed_fields(fv)
+  local raw = fields_by_name(fv)
+  local f = {}
+  if raw.task then
+    local id, max_retry, delay, created, timeout, attempt, extra = match(raw.task,
+      ENTRY_TASK_PARTS)
+    if id then
+      f = { id = id, max_retry = max_retry, delay_seconds = delay, created_at = created,
+        execution_timeout = timeout, attempt = attempt, extra = extra }
+    end
+  end
+  f.payload = raw.payload
+  f.raw = raw
+  return f
+end
+
 -- The entry's own id when it is a valid task id, else nil.
 local function raw_entry_id(fv)
   for j = 1, #fv - 1, 2 do
-    if fv[j] == 'id' then
-      if is_task_id(fv[j + 1]) then
-        return fv[j + 1]
+    if fv[j] == 'task' then
+      local id = match(fv[j + 1], '^([^|]*)|')
+      if id and is_task_id(id) then
+        return id
       end
       return nil
     end
@@ -771,11 +898,11 @@ end
 ---------------------------------------------------------------------------------------------------
 -- Failing one delivered entry (baton_v2_fail, baton_v2_reclaim, the malformed paths)
 
--- ctx.keys: stream, scheduled, dead, tasks, bodies, errors, leases, ...; ctx.now set.
--- groups: the consumer groups to ack the entry in. f: the entry's fields by name (any may be
--- missing). attempt: the number of the failed attempt. The entry leaves the stream, the PEL and
--- the leases; the body goes to bodies, the error to errors; the task goes to retry (scheduled set,
--- due after the backoff) or dead (dead-letter queue).
+-- ctx.keys: stream, scheduled, dead, tasks, bodies, errors, ...; ctx.now set.
+-- groups: the consumer groups to ack the entry in. f: the entry's values by name (any may be
+-- missing). attempt: the number of the failed attempt. The entry leaves the stream and the PEL
+-- (which ends its lease); the body goes to bodies, the error to errors; the task goes to retry
+-- (scheduled set, due after the backoff) or dead (dead-letter queue).
 -- Returns 'retry' or 'dead', the due / death time in ms, and the attempt.
 local function fail_entry(ctx, id, sid, groups, f, attempt, kind, message, stack, worker,
                           event_worker, from, base, max, jitter)
@@ -786,7 +913,6 @@ local function fail_entry(ctx, id, sid, groups, f, attempt, kind, message, stack
     end
     call('XDEL', k.stream, sid)
   end
-  call('ZREM', k.leases, id)
   call('HSET', k.bodies, id, encode_body(f))
   append_error(ctx, id, attempt, kind, message, stack, worker)
   local retry = false
@@ -822,9 +948,9 @@ local function bury_malformed(ctx, sid, groups, fv, rec, reason, worker, event_w
   if id == nil then
     id = 'malformed-' .. sid
   end
-  local f = fields_by_name(fv)
+  local f = malformed_fields(fv)
   local attempt = 1
-  if is_uint(f.attempt) then
+  if is_uint(f.attempt) and #f.attempt <= 9 then
     attempt = tonumber_(f.attempt) + 1
   end
   fail_entry(ctx, id, sid, groups, f, attempt, 'malformed', reason, '', worker, event_worker,

@@ -33,7 +33,7 @@ register('baton_v2_enqueue', function(keys, args)
   local n = int_arg(args[1], 'N', 0)
   argc(args, 1 + 10 * n, '1 + 10N')
   local task_type = k.type
-  local now = now_ms()
+  local now = nil -- server clock, read only for a delayed task (duplicates: ctx_now)
 
   -- Validate everything first. The common values take a table lookup or a string compare; the
   -- field label (with the task's index) is only built for an error.
@@ -92,12 +92,15 @@ register('baton_v2_enqueue', function(keys, args)
       unique_keys[i] = want
       next_unique = next_unique + 1
     end
-    if run_at > 0 then
-      if run_at > now then
+    if run_at > 0 or delay_s > 0 then
+      if now == nil then
+        now = now_ms()
+      end
+      if run_at == 0 then
+        due[i] = now + delay_s * 1000
+      elseif run_at > now then
         due[i] = run_at
       end
-    elseif delay_s > 0 then
-      due[i] = now + delay_s * 1000
     end
     ids[i] = id
     b = b + 10
@@ -160,9 +163,9 @@ register('baton_v2_enqueue', function(keys, args)
       if holder then
         out[i] = { 'unique_conflict', holder }
       elseif due_i == nil then
-        local sid = call('XADD', stream, '*', 'id', id, 'payload', args[b + 2],
-          'max_retry', args[b + 3], 'delay_seconds', args[b + 4], 'created_at', args[b + 5],
-          'execution_timeout', args[b + 6], 'extra', args[b + 7], 'attempt', '0')
+        local sid = call('XADD', stream, '*', 'task', id .. '|' .. args[b + 3] .. '|' ..
+          args[b + 4] .. '|' .. args[b + 5] .. '|' .. args[b + 6] .. '|0|' .. args[b + 7],
+          'payload', args[b + 2])
         new_records[r + 1] = id
         new_records[r + 2] = queued_prefix .. sid
         r = r + 2

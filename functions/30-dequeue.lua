@@ -1,7 +1,8 @@
 
 --[[
 baton_v2_dequeue: delivers up to `count` new entries of one work stream to one consumer, checking
-each, and leases every delivered task to that consumer until now + lease_ms (server clock).
+each. Each delivered task is leased to that consumer: its lease ends lease_ms after its delivery
+(server clock) unless baton_v2_extend renews it.
   KEYS[1]  baton:v2:{NS}:stream:TYPE
   KEYS[2]  baton:v2:{NS}:leases:TYPE
   KEYS[3]  baton:v2:{NS}:tasks
@@ -15,15 +16,17 @@ each, and leases every delivered task to that consumer until now + lease_ms (ser
   ARGV[1]  group (consumer group; created at id 0 when missing, so it sees the whole backlog)
   ARGV[2]  consumer
   ARGV[3]  count (entries, 1..1000)
-  ARGV[4]  lease_ms (1000..86400000; 0 = the namespace's lease_ms setting)
+  ARGV[4]  lease_ms (1000..86400000; 0 = the namespace's lease_ms setting): the consumer's lease
+           length from now on, for every task it holds of this type (stored in leases:TYPE)
   Returns: {entries, last_id, lease_deadline_ms}. entries is flat, 9 values per delivered task:
     SID, id, payload, max_retry, delay_seconds, created_at, execution_timeout, extra, attempt
     (attempts made before this delivery). When nothing was delivered, last_id is an id to block
     after with XREAD BLOCK ms STREAMS stream last_id: the stream's last entry (or 0-0) when nothing
     was read, or the last entry read when every entry read was dropped; otherwise last_id is "".
-    lease_deadline_ms: when the leases of the delivered tasks end unless baton_v2_extend moves them.
-  Checks per entry: the eight fields present, integer fields integers, a valid id, and a task
-  record queued at this SID. A malformed entry (or one no baton_v2_enqueue wrote) is acked,
+    lease_deadline_ms: when the leases of the delivered tasks end unless baton_v2_extend renews
+    them.
+  Checks per entry: the fields task and payload present, the task field's integers integers, and
+  a task record queued at this SID. A malformed entry (or one no baton_v2_enqueue wrote) is acked,
   deleted and put in the dead-letter queue with kind 'malformed' and the reason, under its id or
   'malformed-SID'. An entry whose record points at another SID is a stale copy: acked, deleted.
   Errors: BATON_INVALID <field>: <rule>.
@@ -63,32 +66,35 @@ register('baton_v2_dequeue', function(keys, args)
     return { {}, '0-0', 0 }
   end
 
+  -- Split each entry's task field. The common entry (two fields in order, small integers) takes
+  -- one string.match; any other goes through parse_entry, which also names what is wrong.
   local list = read[1][2]
   local n = #list
-  local checked, reasons = {}, {}
+  local ids, payloads, retries, delays, createds, timeouts, attempts, extras =
+    {}, {}, {}, {}, {}, {}, {}, {}
+  local reasons = {}
   local lookup_ids, m = {}, 0
   local lookup_index = nil -- entry -> index in lookup_ids, once an entry had no id (else equal)
-  local created_ok = {} -- created_at texts already checked (a batch mostly shares a few)
   for i = 1, n do
     local fv = list[i][2]
-    -- The common entry (fields in order, small integers, a created_at already checked) is
-    -- checked inline; any other goes through check_entry, which also names what is wrong.
-    local v, reason = fv, nil
-    if not (#fv == 16 and fv[1] == 'id' and fv[3] == 'payload' and fv[5] == 'max_retry' and
-        fv[7] == 'delay_seconds' and fv[9] == 'created_at' and fv[11] == 'execution_timeout' and
-        fv[13] == 'extra' and fv[15] == 'attempt' and SMALL_INTS[fv[6]] and
-        (fv[8] == '0' or is_uint(fv[8])) and created_ok[fv[10]] and
-        (fv[12] == '' or is_uint(fv[12])) and NEXT_TEXT[fv[16]]) then
-      v, reason = check_entry(fv)
-      if v then
-        created_ok[v[10]] = true
+    local id, max_retry, delay, created, timeout, attempt, extra
+    if fv[1] == 'task' and fv[3] == 'payload' and fv[5] == nil then
+      id, max_retry, delay, created, timeout, attempt, extra = match(fv[2], ENTRY_TASK_STRICT)
+    end
+    local payload = fv[4]
+    if not (id and SMALL_INTS[max_retry] and #delay <= 15 and #created <= 15 and
+        #timeout <= 15 and NEXT_TEXT[attempt]) then
+      local e, reason = parse_entry(fv)
+      if e then
+        id, max_retry, delay, created, timeout, attempt, extra, payload = e.id, e.max_retry,
+          e.delay_seconds, e.created_at, e.execution_timeout, e.attempt, e.extra, e.payload
+      else
+        id, reasons[i] = raw_entry_id(fv), reason
       end
     end
-    local id
-    if v then
-      checked[i], id = v, v[2]
-    else
-      reasons[i], id = reason, raw_entry_id(fv)
+    if not reasons[i] then
+      ids[i], payloads[i], retries[i], delays[i], createds[i], timeouts[i], attempts[i],
+        extras[i] = id, payload, max_retry, delay, created, timeout, attempt, extra
     end
     if id then
       m = m + 1
@@ -110,25 +116,23 @@ register('baton_v2_dequeue', function(keys, args)
   if lease_ms == 0 then
     lease_ms = ctx.config.lease_ms
   end
-  local deadline = ctx.now + lease_ms
-  local deadline_text = int_text(deadline)
   local groups = { group }
   local expected_prefix = 'queued|' .. k.type .. '|'
   local out, o = {}, 0
-  local leases, l = {}, 0
   local batch = nil -- the queued -> active events entry, opened at the first delivery
   for i = 1, n do
     local sid = list[i][1]
-    local v = checked[i]
     local rec
     if lookup_index then
       rec = lookup_index[i] and records[lookup_index[i]] or false
     else
       rec = records[i]
     end
+    local ok = not reasons[i]
     local deliver = false
-    if v and rec then
-      if rec == expected_prefix .. v[16] .. '|' .. sid then
+    if ok and rec then
+      local attempt = attempts[i]
+      if rec == expected_prefix .. attempt .. '|' .. sid then
         deliver = true
       else
         local state, _, _, rsid = parse_record(rec)
@@ -136,31 +140,26 @@ register('baton_v2_dequeue', function(keys, args)
       end
     end
     if deliver then
+      local id, attempt = ids[i], attempts[i]
       out[o + 1] = sid
-      out[o + 2] = v[2]
-      out[o + 3] = v[4]
-      out[o + 4] = v[6]
-      out[o + 5] = v[8]
-      out[o + 6] = v[10]
-      out[o + 7] = v[12]
-      out[o + 8] = v[14]
-      out[o + 9] = v[16]
+      out[o + 2] = id
+      out[o + 3] = payloads[i]
+      out[o + 4] = retries[i]
+      out[o + 5] = delays[i]
+      out[o + 6] = createds[i]
+      out[o + 7] = timeouts[i]
+      out[o + 8] = extras[i]
+      out[o + 9] = attempt
       o = o + 9
-      leases[l + 1] = deadline_text
-      leases[l + 2] = v[2]
-      l = l + 2
-      batch = add_to_batch(ctx, batch, 'queued', 'active', consumer, v[2],
-        NEXT_TEXT[v[16]] or int_text(tonumber_(v[16]) + 1))
-    elseif v and rec then
-      drop_stale(ctx, v[2], sid, groups, v[16], consumer)
+      batch = add_to_batch(ctx, batch, 'queued', 'active', consumer, id,
+        NEXT_TEXT[attempt] or int_text(tonumber_(attempt) + 1))
+    elseif ok and rec then
+      drop_stale(ctx, ids[i], sid, groups, attempts[i], consumer)
     else
-      local reason = reasons[i] or no_record_reason(v[2])
+      local reason = reasons[i] or no_record_reason(ids[i])
       bury_malformed(ctx, sid, groups, list[i][2], rec,
         'malformed stream entry ' .. sid .. ': ' .. reason, consumer, consumer)
     end
-  end
-  if l > 0 then
-    call_many('ZADD', k.leases, leases)
   end
   if ctx.died then
     cap_dead(ctx)
@@ -168,5 +167,6 @@ register('baton_v2_dequeue', function(keys, args)
   if o == 0 then
     return { out, list[n][1], 0 }
   end
-  return { out, '', deadline }
+  set_consumer_lease(k, consumer, int_text(lease_ms))
+  return { out, '', ctx.now + lease_ms }
 end)

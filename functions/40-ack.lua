@@ -3,23 +3,22 @@
 baton_v2_ack: records success for N tasks of one (NS, TYPE), atomically.
   KEYS[1]  baton:v2:{NS}:stream:TYPE
   KEYS[2]  baton:v2:{NS}:scheduled:TYPE
-  KEYS[3]  baton:v2:{NS}:leases:TYPE
-  KEYS[4]  baton:v2:{NS}:dead:TYPE
-  KEYS[5]  baton:v2:{NS}:tasks
-  KEYS[6]  baton:v2:{NS}:bodies
-  KEYS[7]  baton:v2:{NS}:errors
-  KEYS[8]  baton:v2:{NS}:events
-  KEYS[9]  baton:v2:{NS}:done
-  KEYS[10] baton:v2:{NS}:ended
-  KEYS[11] baton:v2:{NS}:config
+  KEYS[3]  baton:v2:{NS}:dead:TYPE
+  KEYS[4]  baton:v2:{NS}:tasks
+  KEYS[5]  baton:v2:{NS}:bodies
+  KEYS[6]  baton:v2:{NS}:errors
+  KEYS[7]  baton:v2:{NS}:events
+  KEYS[8]  baton:v2:{NS}:done
+  KEYS[9]  baton:v2:{NS}:ended
+  KEYS[10] baton:v2:{NS}:config
   ARGV[1]  group
   ARGV[2]  consumer
   ARGV[3]  N
   then 2 values per task: id, SID (the stream entry the worker ran)
-  Per task: XACK and XDEL of the SID; the record, lease, body and error history go; the id joins
-  baton:v2:{NS}:done (a duplicate for enqueue during the namespace's done_retention_s). A stale
-  ack (the lease had expired and the task was taken back, or it even died since) still counts as
-  success: a waiting retry (scheduled set, or a newer stream copy) is removed, a dead task leaves
+  Per task: XACK and XDEL of the SID (which ends the lease); the record, body and error history
+  go; the id joins baton:v2:{NS}:done (a duplicate for enqueue during the namespace's
+  done_retention_s). A stale ack (the lease had expired and the task was taken back, or it even
+  died since) still counts as success: a waiting retry (scheduled set, or a newer stream copy) is removed, a dead task leaves
   the dead-letter queue (a replay must not rerun a task that succeeded); a redelivery that already
   started may still run (at-least-once).
   Returns: N statuses: 'done', 'stale_done' (success recorded after the lease was lost) or 'gone'
@@ -29,8 +28,8 @@ baton_v2_ack: records success for N tasks of one (NS, TYPE), atomically.
   Events: active -> done (one entry; attempt = the run that succeeded, worker = consumer); for a
     stale ack the from state is the record's (retry, scheduled, queued or dead).
 ]]
-local ACK_KEYS = { 'stream', 'scheduled', 'leases', 'dead', 'tasks', 'bodies', 'errors', 'events',
-  'done', 'ended', 'config' }
+local ACK_KEYS = { 'stream', 'scheduled', 'dead', 'tasks', 'bodies', 'errors', 'events', 'done',
+  'ended', 'config' }
 register('baton_v2_ack', function(keys, args)
   local k = bind_keys(keys, ACK_KEYS, true)
   local group, consumer = args[1], args[2]
@@ -72,7 +71,7 @@ register('baton_v2_ack', function(keys, args)
   call_many('XDEL', stream, sids)
 
   local out = {}
-  local finished, f = {}, 0 -- ids leaving tasks / leases / errors
+  local finished, f = {}, 0 -- ids leaving tasks / errors
   local newer_sids, s = {}, 0 -- stream copies of a waiting retry (stale ack)
   local seen = {} -- ids already acked in this call: a repeat is 'gone'
   local with_errors = false -- a task that failed before may have an error history
@@ -128,7 +127,6 @@ register('baton_v2_ack', function(keys, args)
   end
   if f > 0 then
     call_many('HDEL', k.tasks, finished)
-    call_many('ZREM', k.leases, finished)
     -- A first-run success has no error history unless a replay reset its attempt: skip the HDEL
     -- when the hash is empty.
     if with_errors or call('HLEN', k.errors) > 0 then

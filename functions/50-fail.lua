@@ -4,15 +4,14 @@ baton_v2_fail: records a failed attempt; the task goes to retry with backoff or 
 queue.
   KEYS[1]  baton:v2:{NS}:stream:TYPE
   KEYS[2]  baton:v2:{NS}:scheduled:TYPE
-  KEYS[3]  baton:v2:{NS}:leases:TYPE
-  KEYS[4]  baton:v2:{NS}:dead:TYPE
-  KEYS[5]  baton:v2:{NS}:tasks
-  KEYS[6]  baton:v2:{NS}:bodies
-  KEYS[7]  baton:v2:{NS}:errors
-  KEYS[8]  baton:v2:{NS}:events
-  KEYS[9]  baton:v2:{NS}:done
-  KEYS[10] baton:v2:{NS}:ended
-  KEYS[11] baton:v2:{NS}:config
+  KEYS[3]  baton:v2:{NS}:dead:TYPE
+  KEYS[4]  baton:v2:{NS}:tasks
+  KEYS[5]  baton:v2:{NS}:bodies
+  KEYS[6]  baton:v2:{NS}:errors
+  KEYS[7]  baton:v2:{NS}:events
+  KEYS[8]  baton:v2:{NS}:done
+  KEYS[9]  baton:v2:{NS}:ended
+  KEYS[10] baton:v2:{NS}:config
   ARGV[1]  group
   ARGV[2]  consumer
   ARGV[3]  id
@@ -23,7 +22,7 @@ queue.
   ARGV[8]  base_ms (retry backoff base, ms)
   ARGV[9]  max_ms (retry backoff cap, ms)
   ARGV[10] jitter, a number in [0, 1)
-  The entry leaves the stream, the PEL and the leases; the body goes to bodies and the attempt is
+  The entry leaves the stream and the PEL (its lease ends); the body goes to bodies and the attempt is
   appended to errors. non_retryable and malformed go to the dead-letter queue at once; otherwise
   the task retries (due = now + backoff) until it has run 1 + max_retry times. A death applies the
   dead-letter caps (dlq_max, dlq_retention_s).
@@ -35,8 +34,8 @@ queue.
   Publishes 'NS|TYPE|due_ms' on baton:v2:wakeup when the retry becomes the earliest scheduled task.
 ]]
 local FAIL_KINDS = { error = true, timeout = true, non_retryable = true, malformed = true }
-local FAIL_KEYS = { 'stream', 'scheduled', 'leases', 'dead', 'tasks', 'bodies', 'errors',
-  'events', 'done', 'ended', 'config' }
+local FAIL_KEYS = { 'stream', 'scheduled', 'dead', 'tasks', 'bodies', 'errors', 'events', 'done',
+  'ended', 'config' }
 register('baton_v2_fail', function(keys, args)
   local k = bind_keys(keys, FAIL_KEYS, true)
   argc(args, 10, 'group, consumer, id, SID, kind, error, stack, base_ms, max_ms, jitter')
@@ -67,7 +66,7 @@ register('baton_v2_fail', function(keys, args)
   local entry = call('XRANGE', k.stream, sid, sid)
   local f = {}
   if entry[1] then
-    f = fields_by_name(entry[1][2])
+    f = parse_entry(entry[1][2]) or malformed_fields(entry[1][2])
   else
     message = message .. ' (stream entry ' .. sid .. ' was missing: body lost)'
   end

@@ -1,10 +1,11 @@
 
 --[[
-baton_v2_reclaim: takes back tasks whose own lease deadline has passed (their worker crashed, hung
-or lost Redis and stopped heartbeating). Each counts as a failed attempt of kind 'lease_expired'
-and follows the retry policy. Only the deadline recorded by baton_v2_dequeue / baton_v2_extend
-decides: whoever calls this, with whatever settings, never takes a task from a live,
-heartbeating worker.
+baton_v2_reclaim: takes back tasks whose lease ran out (their worker crashed, hung or lost Redis
+and stopped heartbeating). Each counts as a failed attempt of kind 'lease_expired' and follows
+the retry policy. Only the holder's own lease decides: a task's lease ends at its delivery time
+in the group's pending entries list (renewed by baton_v2_extend) plus the lease length its
+consumer asked for (leases:TYPE; the namespace's lease_ms when it stored none). Whoever calls
+this, with whatever settings, never takes a task from a live, heartbeating worker.
   KEYS[1]  baton:v2:{NS}:stream:TYPE
   KEYS[2]  baton:v2:{NS}:scheduled:TYPE
   KEYS[3]  baton:v2:{NS}:leases:TYPE
@@ -21,71 +22,116 @@ heartbeating worker.
   ARGV[3]  max_ms (retry backoff cap, ms)
   ARGV[4]  jitter seed (integer): each task gets its own pseudo-random jitter in [0, 1)
   ARGV[5]  reaper name (the event's worker)
-  A lease whose task is no longer queued at a pending entry (finished, cancelled) is dropped. A
-  leased entry that is malformed goes to the dead-letter queue (kind malformed).
+  A pending entry whose task is no longer queued at it (a stale copy) is acked and deleted; one
+  whose stream entry is gone (trimmed by hand: its task id is unknown) is acked; a malformed one
+  goes to the dead-letter queue (kind malformed).
   Returns: {reclaimed, retried, dead, next_deadline_ms, now_ms} (reclaimed = retried + dead;
-    next_deadline_ms = the earliest lease deadline left, -1 when none; <= now_ms when more leases
-    expired than count allowed: call again).
+    next_deadline_ms = the earliest lease end left, -1 when nothing is pending; <= now_ms when
+    more leases had run out than count allowed: call again).
   Errors: BATON_INVALID <field>: <rule>.
   Events: active -> retry / active -> dead, error 'lease expired at <deadline_ms> (N ms ago) on
-    consumer C' (the error history records C as the worker); queued -> dead for malformed entries.
+    consumer C' (the error history records C as the worker); queued -> dead for malformed entries;
+    queued -> deleted for stale copies.
   Publishes 'NS|TYPE|due_ms' on baton:v2:wakeup when a retry becomes the earliest scheduled task.
 ]]
+-- Pending entries read per consumer to find its earliest lease end; past this many, the next
+-- check is at most MIN_LEASE_MS away (an entry not read may be the next to run out).
+local PEEK = 1000
+local MIN_LEASE_MS = CONFIG_RANGES.lease_ms[1]
 local RECLAIM_KEYS = { 'stream', 'scheduled', 'leases', 'dead', 'tasks', 'bodies', 'errors',
   'events', 'done', 'ended', 'config' }
+
+-- The pending entries of every consumer of every group whose lease ran out, at most `count`
+-- ({sid, group, consumer, lease end ms} each), and the earliest lease end among the others
+-- (nil when nothing else is pending; `now` when `count` cut the list short).
+local function expired_leases(k, groups, count, now, default_lease)
+  local expired, x = {}, 0
+  local next_deadline = nil
+  local lease_texts = nil -- consumer -> stored lease length, read once something is pending
+  for g = 1, #groups do
+    local group = groups[g]
+    local consumers = call('XINFO', 'CONSUMERS', k.stream, group)
+    for c = 1, #consumers do
+      local info = fields_by_name(consumers[c])
+      local pending = tonumber_(info.pending) or 0
+      if pending > 0 then
+        if lease_texts == nil then
+          lease_texts = fields_by_name(call('HGETALL', k.leases))
+        end
+        local name = info.name
+        local lease = lease_of(lease_texts[name], default_lease)
+        local found = 0
+        if x < count then
+          local rows = call('XPENDING', k.stream, group, 'IDLE', lease, '-', '+', count - x, name)
+          found = #rows
+          for j = 1, found do
+            x = x + 1
+            expired[x] = { rows[j][1], group, name, now - rows[j][3] + lease }
+          end
+        end
+        if x >= count then
+          next_deadline = now
+        elseif pending > found then
+          local rows = call('XPENDING', k.stream, group, '-', '+', PEEK, name)
+          for j = 1, #rows do
+            local idle = rows[j][3]
+            if idle < lease then
+              local ends = now - idle + lease
+              if next_deadline == nil or ends < next_deadline then
+                next_deadline = ends
+              end
+            end
+          end
+          if pending > PEEK and (next_deadline == nil or next_deadline > now + MIN_LEASE_MS) then
+            next_deadline = now + MIN_LEASE_MS
+          end
+        end
+      end
+    end
+  end
+  return expired, x, next_deadline
+end
+
 register('baton_v2_reclaim', function(keys, args)
   local k = bind_keys(keys, RECLAIM_KEYS, true)
   argc(args, 5, 'count, base_ms, max_ms, jitter_seed, reaper')
-  local count_text = args[1]
-  int_arg(count_text, 'count', 1, 1000)
+  local count = int_arg(args[1], 'count', 1, 1000)
   local base = int_arg(args[2], 'base_ms', 0)
   local max = int_arg(args[3], 'max_ms', 0)
   local seed = int_arg(args[4], 'jitter_seed', 0)
   local reaper = nonempty_arg(args[5], 'reaper')
+  local ctx = new_ctx(k)
   local now = now_ms()
+  ctx.now = now
+  local stream = k.stream
+  local groups = group_names(stream)
+  local expired, x, next_deadline = expired_leases(k, groups, count, now, ctx.config.lease_ms)
 
-  local expired = call('ZRANGE', k.leases, '-inf', int_text(now), 'BYSCORE', 'LIMIT', 0,
-    count_text, 'WITHSCORES')
   local retried, buried = 0, 0
-  if #expired > 0 then
-    local ctx = new_ctx(k)
-    ctx.now = now
-    local stream = k.stream
-    local groups = group_names(stream)
+  if x > 0 then
     local old_earliest = earliest_score(k.scheduled)
     local min_due = nil
-    local gone, g = {}, 0
-    for i = 1, #expired, 2 do
-      local id, deadline = expired[i], tonumber_(expired[i + 1])
-      local rec = call('HGET', k.tasks, id)
-      local state, rtype, attempt, sid
-      if rec then
-        state, rtype, attempt, sid = parse_record(rec)
-      end
-      local owner = nil
-      if state == 'queued' and rtype == k.type then
-        owner = holder_of(stream, groups, sid)
-      end
-      local entry = owner and call('XRANGE', stream, sid, sid)
-      if owner == nil then
-        g = g + 1
-        gone[g] = id -- not (or no longer) delivered: the lease means nothing
-      elseif entry[1] == nil then
-        -- pending but deleted from the stream: the body is lost; record it as a failure
-        local message = 'lease expired at ' .. int_text(deadline) .. ' on consumer ' .. owner ..
-            ' (stream entry ' .. sid .. ' was missing: body lost)'
-        fail_entry(ctx, id, sid, groups, {}, attempt + 1, 'lease_expired', message, '', owner,
-          reaper, 'active', base, max, 0)
-        buried = buried + 1
+    for i = 1, x do
+      local sid, owner, deadline = expired[i][1], expired[i][3], expired[i][4]
+      local entry = call('XRANGE', stream, sid, sid)
+      if entry[1] == nil then
+        for g = 1, #groups do
+          call('XACK', stream, groups[g], sid)
+        end
       else
         local fv = entry[1][2]
-        local v, reason = check_entry(fv)
-        if v and v[2] == id then
+        local e, reason = parse_entry(fv)
+        local rec = e and call('HGET', k.tasks, e.id)
+        local state, rtype, attempt, rsid
+        if rec then
+          state, rtype, attempt, rsid = parse_record(rec)
+        end
+        if e and state == 'queued' and rtype == k.type and rsid == sid then
           local message = 'lease expired at ' .. int_text(deadline) .. ' (' ..
               int_text(now - deadline) .. ' ms ago) on consumer ' .. owner
-          local outcome, at = fail_entry(ctx, id, sid, groups, fields_by_name(v), attempt + 1,
+          local outcome, at = fail_entry(ctx, e.id, sid, groups, e, attempt + 1,
             'lease_expired', message, '', owner, reaper, 'active', base, max,
-            seeded_jitter(seed, (i + 1) / 2))
+            seeded_jitter(seed, i))
           if outcome == 'retry' then
             retried = retried + 1
             if min_due == nil or at < min_due then
@@ -94,23 +140,20 @@ register('baton_v2_reclaim', function(keys, args)
           else
             buried = buried + 1
           end
+        elseif e and rec then
+          drop_stale(ctx, e.id, sid, groups, e.attempt, reaper)
         else
-          reason = reason or ('entry id is not ' .. id)
+          reason = reason or no_record_reason(e.id)
           bury_malformed(ctx, sid, groups, fv, rec,
             'malformed stream entry ' .. sid .. ': ' .. reason, owner, reaper)
-          call('ZREM', k.leases, id)
           buried = buried + 1
         end
       end
-    end
-    if g > 0 then
-      call_many('ZREM', k.leases, gone)
     end
     wake_if_earlier(ctx, min_due, old_earliest)
     if ctx.died then
       cap_dead(ctx)
     end
   end
-  local next_deadline = earliest_score(k.leases) or -1
-  return { retried + buried, retried, buried, next_deadline, now }
+  return { retried + buried, retried, buried, next_deadline or -1, now }
 end)

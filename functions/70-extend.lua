@@ -1,18 +1,20 @@
 
 --[[
-baton_v2_extend: heartbeat. Moves the lease deadline of the tasks this consumer still holds to
-now + lease_ms (server clock).
+baton_v2_extend: heartbeat. Renews the leases of the tasks this consumer still holds: each lease
+then ends lease_ms from now (server clock).
   KEYS[1]  baton:v2:{NS}:stream:TYPE
   KEYS[2]  baton:v2:{NS}:leases:TYPE
   KEYS[3]  baton:v2:{NS}:tasks
   KEYS[4]  baton:v2:{NS}:config
   ARGV[1]  group
   ARGV[2]  consumer
-  ARGV[3]  lease_ms (1000..86400000; 0 = the namespace's lease_ms setting)
+  ARGV[3]  lease_ms (1000..86400000; 0 = the namespace's lease_ms setting): the consumer's lease
+           length from now on, for every task it holds of this type (as in baton_v2_dequeue)
   ARGV[4..] pairs: id, SID of each task the consumer is running
-  A task is held when its record is queued at that SID, it has a lease, and the entry is pending
-  for this consumer in the group. A lease whose deadline passed but that nobody reclaimed yet is
-  still held (the worker is alive: it keeps its task).
+  A task is held when its record is queued at that SID and the entry is pending for this consumer
+  in the group. A lease that ran out but that nobody reclaimed yet is still held (the worker is
+  alive: it keeps its task). Renewing resets the entry's delivery time in the group's pending
+  entries list (XCLAIM to the same consumer, JUSTID: the delivery count does not change).
   Returns: the SIDs still held, in argument order; a SID missing from the answer was taken back
     (or finished elsewhere): stop working on it. Entries held by another consumer are never taken.
   Errors: BATON_INVALID <field>: <rule>.
@@ -41,14 +43,11 @@ register('baton_v2_extend', function(keys, args)
     return {}
   end
   local records = call_many('HMGET', k.tasks, ids)
-  local scores = call_many('ZMSCORE', k.leases, ids)
   local prefix = 'queued|' .. k.type .. '|'
   local held, h = {}, 0
-  local lease_args, a = {}, 0
-  local deadline_text = nil
   for i = 1, n do
     local rec, sid = records[i], sids[i]
-    if rec and scores[i] and sub(rec, 1, #prefix) == prefix and sub(rec, -#sid - 1) == '|' .. sid then
+    if rec and sub(rec, 1, #prefix) == prefix and sub(rec, -#sid - 1) == '|' .. sid then
       local p = pcall_redis('XPENDING', k.stream, group, sid, sid, 1, consumer)
       if type_(p) == 'table' and p.err then
         if find(p.err, 'NOGROUP', 1, true) then
@@ -57,22 +56,27 @@ register('baton_v2_extend', function(keys, args)
         return p
       end
       if p[1] then
-        if deadline_text == nil then
-          if lease_ms == 0 then
-            lease_ms = read_config(k.config).lease_ms
-          end
-          deadline_text = int_text(now_ms() + lease_ms)
-        end
         h = h + 1
         held[h] = sid
-        lease_args[a + 1] = deadline_text
-        lease_args[a + 2] = ids[i]
-        a = a + 2
       end
     end
   end
-  if a > 0 then
-    call_many2('ZADD', k.leases, 'XX', lease_args)
+  if h > 0 then
+    for s = 1, h, CHUNK do
+      local claim = { 'XCLAIM', k.stream, group, consumer, '0' }
+      for j = s, s + CHUNK - 1 do
+        if j > h then
+          break
+        end
+        claim[#claim + 1] = held[j]
+      end
+      claim[#claim + 1] = 'JUSTID'
+      call(unpack_(claim))
+    end
+    if lease_ms == 0 then
+      lease_ms = read_config(k.config).lease_ms
+    end
+    set_consumer_lease(k, consumer, int_text(lease_ms))
   end
   return held
 end)

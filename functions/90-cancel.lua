@@ -4,14 +4,13 @@ baton_v2_cancel: cancels a task that has not started: queued (not pending in any
 or scheduled / retrying.
   KEYS[1]  baton:v2:{NS}:stream:TYPE
   KEYS[2]  baton:v2:{NS}:scheduled:TYPE
-  KEYS[3]  baton:v2:{NS}:leases:TYPE
-  KEYS[4]  baton:v2:{NS}:tasks
-  KEYS[5]  baton:v2:{NS}:bodies
-  KEYS[6]  baton:v2:{NS}:errors
-  KEYS[7]  baton:v2:{NS}:events
-  KEYS[8]  baton:v2:{NS}:done
-  KEYS[9]  baton:v2:{NS}:ended
-  KEYS[10] baton:v2:{NS}:config
+  KEYS[3]  baton:v2:{NS}:tasks
+  KEYS[4]  baton:v2:{NS}:bodies
+  KEYS[5]  baton:v2:{NS}:errors
+  KEYS[6]  baton:v2:{NS}:events
+  KEYS[7]  baton:v2:{NS}:done
+  KEYS[8]  baton:v2:{NS}:ended
+  KEYS[9]  baton:v2:{NS}:config
   ARGV[1]  id
   The task leaves the stream or the scheduled set, its record, body and error history are removed
   and it becomes final 'cancelled' (a duplicate for enqueue during done_retention_s).
@@ -20,8 +19,8 @@ or scheduled / retrying.
     baton_v2_dlq_delete); BATON_INVALID <field>: <rule> (also when the task has another type).
   Events: queued -> cancelled, scheduled -> cancelled, retry -> cancelled.
 ]]
-local CANCEL_KEYS = { 'stream', 'scheduled', 'leases', 'tasks', 'bodies', 'errors', 'events',
-  'done', 'ended', 'config' }
+local CANCEL_KEYS = { 'stream', 'scheduled', 'tasks', 'bodies', 'errors', 'events', 'done',
+  'ended', 'config' }
 register('baton_v2_cancel', function(keys, args)
   local k = bind_keys(keys, CANCEL_KEYS, true)
   argc(args, 1, 'id')
@@ -57,7 +56,6 @@ register('baton_v2_cancel', function(keys, args)
   ctx.now = now_ms()
   call('HDEL', k.tasks, id)
   call('HDEL', k.errors, id)
-  call('ZREM', k.leases, id)
   local attempt_text = int_text(attempt)
   mark_final(ctx, { id }, { id, 'cancelled|' .. k.type .. '|' .. attempt_text .. '|' })
   emit(ctx, id, state, 'cancelled', attempt_text, '', '')

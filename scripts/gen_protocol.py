@@ -129,6 +129,12 @@ def lua_problems(protocol):
             kinds.append(km.group(1) if km else ("cron_state" if pattern == "baton:cron:state" else pattern))
         if kinds != fn["keys"]:
             problems.append(f"functions: {name} KEYS {kinds} differ from protocol.json {fn['keys']}")
+    # The task schema repeats two namespace defaults for SDKs that read only it: they must agree.
+    limits = json.loads((ROOT / "contract/task.schema.json").read_text())["x-baton-limits"]
+    for name in ("done_retention_s", "lease_ms"):
+        if limits.get(f"{name}_default") != protocol["namespace_config"][name]["default"]:
+            problems.append(f"contract/task.schema.json: x-baton-limits.{name}_default differs "
+                            "from protocol.json")
     registered = set(re.findall(r"register\('([a-z0-9_]+)'", source))
     if registered != set(protocol["functions"]):
         problems.append(f"functions: registered {sorted(registered)} differ from protocol.json")

@@ -8,7 +8,7 @@ PACKAGES=(
   libhiredis-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libhowardhinnant-date-dev tzdata libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-redis python3-croniter
+  python3 python3-redis python3-croniter python3-venv
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -49,6 +49,10 @@ struct TaskRequest {
   std::string ns;
   std::string task_type;
   nlohmann::json payload = nlohmann::json::object();  // must be an object
+  // The payload as exact text (a JSON object, e.g. from another system): when set it is sent byte
+  // for byte and `payload` is not used. nlohmann::json would re-serialize a parsed payload (1.10
+  // becomes 1.1, integers beyond 2^64 are rounded), so pass the text to keep such values.
+  std::optional<std::string> payload_json;
   EnqueueOptions options;
 };
 
@@ -91,8 +95,10 @@ class Client {
   // (already written ones come back as kDuplicate).
   StatusOr<std::vector<EnqueueResult>> EnqueueMany(std::span<const TaskRequest> requests);
   // Enqueues a fully formed task document (already validated or from another language), exactly
-  // as it is (payload bytes, created_at, extra). From `scheduling` only run_at, unique_key and
-  // unique_ttl are used. Invalid task: kInvalidArgument, nothing written.
+  // as it is (payload bytes, created_at, extra). The document carries its id, retries, delay,
+  // timeout and extra fields, so `scheduling` may only set run_at, unique_key and unique_ttl: any
+  // other field set there is refused (kInvalidArgument "scheduling.max_retry: ..."), not ignored.
+  // Invalid task: kInvalidArgument, nothing written.
   StatusOr<EnqueueResult> EnqueueTask(const Task& task, const EnqueueOptions& scheduling = {});
 
   // Cancels a queued or scheduled/retrying task (its type is read from the task record).

@@ -27,11 +27,12 @@ struct InspectorOptions {
   // WorkerOptions::block (2 s), so a live worker is never idle for long.
   std::chrono::milliseconds live_consumer_window{30000};
   // A scheduled task this late is "overdue": nothing promotes due tasks (batond is not running).
-  // Leases have no grace: a lease past its deadline (leases:TYPE) is expired.
+  // Leases have no grace: a lease past its end (delivery or last heartbeat + the consumer's lease
+  // length) is expired.
   std::chrono::milliseconds overdue_grace{5000};
   std::size_t event_scan_limit = 20000;       // events read per GetTask and per rate measure
   std::size_t scheduled_scan_limit = 100000;  // records read to split delayed from retrying
-  std::size_t entry_scan_limit = 10000;       // stream / PEL / lease entries read by one count
+  std::size_t entry_scan_limit = 10000;       // stream / PEL entries read by one count
 };
 
 // One consumer of a consumer group (XINFO CONSUMERS).
@@ -78,11 +79,16 @@ struct QueueInfo {
   // last-delivered-id), or the stream length when there is no group.
   std::int64_t ready = 0;
   bool ready_exact = true;
-  std::int64_t in_flight = 0;       // sum of the groups' pending counts
-  std::int64_t leased = 0;          // tasks with a lease (leases:TYPE)
-  std::int64_t expired_leases = 0;  // of those, past their deadline: not yet taken back
-  std::int64_t delayed = 0;         // first run not due yet (scheduled set, record state scheduled)
-  std::int64_t retrying = 0;        // waiting for a retry (scheduled set, record state retry)
+  std::int64_t in_flight = 0;  // sum of the groups' pending counts
+  // Delivered entries, each leased to the consumer holding it: equal to in_flight (kept for the
+  // JSON's "leased").
+  std::int64_t leased = 0;
+  // Of those, past the end of their lease (pending longer than their consumer's lease length
+  // since the delivery or last heartbeat): not yet taken back. A lower bound past
+  // entry_scan_limit pending entries.
+  std::int64_t expired_leases = 0;
+  std::int64_t delayed = 0;   // first run not due yet (scheduled set, record state scheduled)
+  std::int64_t retrying = 0;  // waiting for a retry (scheduled set, record state retry)
   // False when the scheduled set had more members than InspectorOptions::scheduled_scan_limit:
   // delayed + retrying is still exact, their split is extrapolated from the earliest members.
   bool scheduled_split_exact = true;
@@ -100,26 +106,29 @@ struct PendingEntry {
   std::string stream_id;
   std::string task_id;  // "" when the entry is gone from the stream
   std::string consumer;
-  std::int64_t idle_ms = 0;  // since it was delivered (heartbeats do not reset it)
+  std::int64_t idle_ms = 0;  // since it was delivered or its lease last renewed (heartbeat)
   std::int64_t deliveries = 0;
-  // The task's lease deadline (leases:TYPE, Unix ms); absent when the task has no lease (it was
-  // delivered outside baton_v2_dequeue, or it finished and the entry is gone).
+  // When its lease ends (Unix ms, server clock): now - idle_ms + the lease length of its consumer
+  // (leases:TYPE, else the namespace's lease_ms). Every pending entry is leased, also one read
+  // outside baton_v2_dequeue (a plain XREADGROUP): it gets the namespace's lease_ms.
   std::optional<std::int64_t> lease_deadline_ms;
 };
 
 struct PendingConsumer {
   std::string name;
   std::int64_t count = 0;
-  std::int64_t max_idle_ms = 0;       // of its pending entries (its longest running task)
+  // Of its pending entries: the longest since a delivery or heartbeat (grows on a stuck worker).
+  std::int64_t max_idle_ms = 0;
   std::int64_t consumer_idle_ms = 0;  // since the consumer itself last talked to Redis
-  std::int64_t expired = 0;           // of its entries, tasks whose lease deadline has passed
+  std::int64_t expired = 0;           // of its entries, those whose lease has ended
 };
 
 struct PendingGroup {
   std::string group;
   std::int64_t count = 0;
   std::vector<PendingConsumer> consumers;  // every consumer that holds entries, by name
-  std::vector<PendingEntry> longest_idle;  // the (up to 10) entries idle the longest
+  // The (up to 10) entries idle the longest (not delivered or renewed for the longest).
+  std::vector<PendingEntry> longest_idle;
   bool complete = true;  // false when the PEL had more than entry_scan_limit entries
 };
 
@@ -127,12 +136,13 @@ struct PendingReport {
   std::string ns;
   std::string type;
   std::int64_t now_ms = 0;          // server time of the report
-  std::int64_t expired_leases = 0;  // tasks of the type whose lease deadline has passed
+  std::int64_t expired_leases = 0;  // pending entries of the type whose lease has ended
   std::vector<PendingGroup> groups;
   nlohmann::json ToJson() const;
 };
 
-// active: queued and leased (leases:TYPE). done, cancelled, deleted and dropped are final: the id
+// active: queued and delivered (its entry is pending in a consumer group, leased to the consumer
+// holding it). done, cancelled, deleted and dropped are final: the id
 // is in baton:v2:{ns}:done (and, but for done, in ended) for the namespace's done_retention_s.
 enum class TaskState {
   kQueued,
@@ -173,8 +183,11 @@ struct TaskEvent {
 struct TaskLease {
   std::string group;
   std::string consumer;
-  std::int64_t idle_ms = 0;  // since the delivery
+  std::int64_t idle_ms = 0;  // since the delivery or the last heartbeat (baton_v2_extend)
   std::int64_t deliveries = 0;
+  // When this holder's lease ends (Unix ms, server clock): now - idle_ms + the lease length of
+  // the consumer (leases:TYPE, else the namespace's lease_ms).
+  std::int64_t lease_deadline_ms = 0;
 };
 
 // The task body as stored (stream entry fields or baton:v2:{ns}:bodies): text, as written.
@@ -198,9 +211,9 @@ struct TaskInfo {
   // other final states), or in all (done: from its "-> done" event; 0 when that is gone).
   int attempts = 0;
   std::string stream_id;          // queued, active: the stream entry
-  std::vector<TaskLease> leases;  // queued, active: the groups whose PEL holds the entry
-  // active: the lease deadline (leases:TYPE, Unix ms, server clock); past now = expired, not yet
-  // taken back by a reaper.
+  std::vector<TaskLease> leases;  // active: the groups whose PEL holds the entry
+  // active: when its lease ends (the earliest of `leases`; Unix ms, server clock); past now =
+  // expired, not yet taken back by a reaper.
   std::optional<std::int64_t> lease_deadline_ms;
   std::optional<std::int64_t> due_ms;         // scheduled, retry
   std::optional<std::int64_t> dead_since_ms;  // dead
@@ -254,8 +267,7 @@ enum class DoctorCode {
   kDead,               // in the dead-letter queue
   kNoGroup,            // the stream has no consumer group: no worker ever subscribed
   kGroupAfterBacklog,  // the group's position is past the entry, which is not pending: skipped
-  // Its lease deadline passed and no reaper took it back (the worker stopped heartbeating), or
-  // it is pending without a lease (delivered outside baton_v2_dequeue: no reaper ever will).
+  // Its lease ended and no reaper took it back (the worker stopped heartbeating).
   kPendingStuck,
   kActive,          // running, within its lease
   kNoLiveConsumer,  // queued, the group has no live consumer

@@ -24,6 +24,7 @@ enum class StatusCode {
   kCancelled,          // the work was cancelled (shutdown, lease lost)
   kResourceExhausted,  // Redis refused a write: OOM (maxmemory reached)
   kInternal,           // unexpected reply: a bug
+  kNonRetryable,       // a handler's permanent failure (NonRetryable()): never retried
 };
 
 // True for the codes where the same call may succeed later without a change by the caller:
@@ -37,10 +38,10 @@ inline bool IsRetryable(StatusCode code) {
 // "cancelled", which never cross the Redis boundary).
 std::string_view StatusCodeName(StatusCode code);
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message);
 
   static Status Ok() { return Status(); }
   // kInvalidArgument with the message "field: rule", the form every contract violation takes.
@@ -72,24 +73,34 @@ class Status {
 };
 
 // A value or the Status that explains why there is none.
+namespace internal {
+// Prints "StatusOr::value() called on an error: <status>" to stderr and aborts, in every build
+// type: reading a value that is not there is a bug to find at once, not undefined behaviour.
+[[noreturn]] void DieOnMissingValue(const Status& status);
+// The error a StatusOr made from an OK Status holds instead (a bug in the caller).
+Status OkStatusWithoutValue();
+}  // namespace internal
+
 template <typename T>
-class StatusOr {
+class [[nodiscard]] StatusOr {
  public:
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-  StatusOr(Status status) : status_(std::move(status)) { assert(!status_.ok()); }  // NOLINT
+  // An OK `status` carries no value: it becomes kInternal "StatusOr made from an OK Status".
+  StatusOr(Status status)  // NOLINT: implicit by design
+      : status_(status.ok() ? internal::OkStatusWithoutValue() : std::move(status)) {}
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
   T& value() & {
-    assert(ok());
+    if (!ok()) internal::DieOnMissingValue(status_);
     return *value_;
   }
   const T& value() const& {
-    assert(ok());
+    if (!ok()) internal::DieOnMissingValue(status_);
     return *value_;
   }
   T&& value() && {
-    assert(ok());
+    if (!ok()) internal::DieOnMissingValue(status_);
     return std::move(*value_);
   }
   T& operator*() & { return value(); }

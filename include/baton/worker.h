@@ -58,8 +58,9 @@ class TaskContext {
   std::chrono::steady_clock::time_point deadline_;
 };
 
-// Throw from a handler (or return NonRetryable(...), i.e. any Status with kInvalidArgument) to send
-// the task straight to the dead-letter queue without retries (failure kind "non_retryable").
+// Throw from a handler (or return NonRetryable(...)) to send the task straight to the dead-letter
+// queue without retries (failure kind "non_retryable"). Only this choice skips the retries: any
+// other failure, kInvalidArgument included, retries with backoff.
 class NonRetryableError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -67,13 +68,13 @@ class NonRetryableError : public std::runtime_error {
 
 // A handler returns OK for success. A non-OK Status, or any exception, is a failed attempt: it is
 // recorded in baton:v2:{ns}:errors with a message (Status::ToString(), or "<exception type>:
-// what()") and a stack trace (for exceptions the stack where the worker caught it; for a Status,
-// where the worker observed it), and the task retries with backoff until it has run 1 + max_retry
-// times. An attempt that returns after its execution_timeout fails as "timeout" whatever it
-// returned. Handlers run concurrently on several threads (TypeOptions::concurrency): make them
-// thread-safe.
+// what()") and a stack trace (for an exception, where it was thrown; for a Status, where the
+// handler made it; file:line where the binary has debug info), and the task retries with backoff
+// until it has run 1 + max_retry times. An attempt that returns after its execution_timeout fails
+// as "timeout" whatever it returned. Handlers run concurrently on several threads
+// (TypeOptions::concurrency): make them thread-safe.
 using Handler = std::function<Status(TaskContext&)>;
-// A Status (code kInvalidArgument, `message`) the worker treats as non-retryable.
+// A Status (code kNonRetryable, `message`): the task goes to the dead-letter queue at once.
 Status NonRetryable(std::string message);
 
 struct TypeOptions {

@@ -57,6 +57,25 @@ StatusOr<EnqueueItem> MakeItem(Task task, const EnqueueOptions& options) {
   return item;
 }
 
+// EnqueueTask takes the task's own fields from the document: the other EnqueueOptions fields must
+// be left at their defaults, or the caller would believe they applied.
+Status CheckSchedulingOnly(const EnqueueOptions& scheduling) {
+  const EnqueueOptions defaults;
+  const char* rule = "must be left unset: EnqueueTask takes it from the task document";
+  if (scheduling.task_id) return Status::InvalidArgument("scheduling.task_id", rule);
+  if (scheduling.max_retry != defaults.max_retry) {
+    return Status::InvalidArgument("scheduling.max_retry", rule);
+  }
+  if (scheduling.delay_seconds != defaults.delay_seconds) {
+    return Status::InvalidArgument("scheduling.delay_seconds", rule);
+  }
+  if (scheduling.execution_timeout) {
+    return Status::InvalidArgument("scheduling.execution_timeout", rule);
+  }
+  if (scheduling.extra != defaults.extra) return Status::InvalidArgument("scheduling.extra", rule);
+  return Status::Ok();
+}
+
 }  // namespace
 
 struct Client::Impl {
@@ -137,13 +156,16 @@ StatusOr<Task> Client::BuildTask(const TaskRequest& request) {
   task.task_id = request.options.task_id ? *request.options.task_id : NewTaskId();
   task.ns = request.ns;
   task.task_type = request.task_type;
-  if (!request.payload.is_object()) {
+  if (request.payload_json) {
+    task.payload_json = *request.payload_json;  // checked by Validate() below, kept byte for byte
+  } else if (!request.payload.is_object()) {
     return Status::InvalidArgument(
         "payload", "must be a JSON object (got " +
                        std::string(internal::task_rules::JsonTypeName(request.payload)) + ")");
+  } else {
+    task.payload_json =
+        request.payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-  task.payload_json =
-      request.payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   task.max_retry = request.options.max_retry;
   task.delay_seconds = request.options.delay_seconds;
   task.created_at = NowUnixSeconds();
@@ -179,6 +201,7 @@ StatusOr<std::vector<EnqueueResult>> Client::EnqueueMany(std::span<const TaskReq
 }
 
 StatusOr<EnqueueResult> Client::EnqueueTask(const Task& task, const EnqueueOptions& scheduling) {
+  if (Status s = CheckSchedulingOnly(scheduling); !s.ok()) return s.WithContext("enqueue");
   if (Status s = task.Validate(); !s.ok()) return s.WithContext("enqueue");
   StatusOr<EnqueueItem> item = MakeItem(task, scheduling);
   if (!item.ok()) return item.status().WithContext("enqueue");

@@ -9,6 +9,7 @@
 #include "broker/functions.h"
 #include "core/keys.h"
 #include "harness/redis_server.h"
+#include "harness/work_entry.h"
 
 namespace baton {
 namespace {
@@ -22,18 +23,27 @@ std::int64_t RedisNowMs(testing::RedisServer& server) {
   return std::stoll(reply->element[0]->str) * 1000 + std::stoll(reply->element[1]->str) / 1000;
 }
 
-// Field `name` of the stream entry with id `sid`.
+// Field `name` of the stream entry with id `sid`: a raw field (task, payload) or a part of its
+// task field (id, max_retry, ..., attempt, extra; harness/work_entry.h).
 std::string EntryField(testing::RedisServer& server, const std::string& stream,
                        const std::string& sid, const std::string& name) {
   auto reply = server.Command({"XRANGE", stream, sid, sid});
   if (reply->elements != 1) return "<no entry " + sid + ">";
+  auto fields = testing::WorkEntryFields(reply->element[0]->element[1]);
+  auto it = fields.find(name);
+  return it == fields.end() ? "<no field " + name + ">" : it->second;
+}
+
+// The field names of the stream entry with id `sid`, in order.
+std::vector<std::string> EntryFieldNames(testing::RedisServer& server, const std::string& stream,
+                                         const std::string& sid) {
+  std::vector<std::string> names;
+  auto reply = server.Command({"XRANGE", stream, sid, sid});
+  if (reply->elements != 1) return names;
   const redisReply* fields = reply->element[0]->element[1];
-  for (std::size_t i = 0; i + 1 < fields->elements; i += 2) {
-    if (fields->element[i]->str == name) {
-      return std::string(fields->element[i + 1]->str, fields->element[i + 1]->len);
-    }
-  }
-  return "<no field " + name + ">";
+  for (std::size_t i = 0; i + 1 < fields->elements; i += 2)
+    names.push_back(fields->element[i]->str);
+  return names;
 }
 
 class ClientTest : public ::testing::Test {
@@ -75,6 +85,8 @@ TEST_F(ClientTest, EnqueueImmediate) {
   const Keys keys("shop");
   const std::string stream = keys.Stream("send_email");
   EXPECT_EQ(server_.Integer({"XLEN", stream}), 1);
+  EXPECT_EQ(EntryFieldNames(server_, stream, result->stream_id),
+            (std::vector<std::string>{"task", "payload"}));
   EXPECT_EQ(EntryField(server_, stream, result->stream_id, "id"), result->task_id);
   EXPECT_EQ(EntryField(server_, stream, result->stream_id, "payload"),
             R"({"to":"ada@example.com"})");
@@ -86,6 +98,9 @@ TEST_F(ClientTest, EnqueueImmediate) {
   const std::int64_t created_at =
       std::stoll(EntryField(server_, stream, result->stream_id, "created_at"));
   EXPECT_NEAR(static_cast<double>(created_at), static_cast<double>(RedisNowMs(server_) / 1000), 60);
+  EXPECT_EQ(EntryField(server_, stream, result->stream_id, "task"),
+            testing::WorkEntryTask(result->task_id, "5", "0", std::to_string(created_at), "30", "0",
+                                   R"({"headers":{"producer":"test"}})"));
   EXPECT_EQ(server_.String({"HGET", keys.Tasks(), result->task_id}),
             "queued|send_email|0|" + result->stream_id);
   EXPECT_EQ(server_.Integer({"SISMEMBER", std::string(Keys::kNamespaces), "shop"}), 1);
@@ -242,6 +257,42 @@ TEST_F(ClientTest, EnqueueTaskKeepsPayloadBytes) {
   EXPECT_EQ(client_->EnqueueTask(invalid).status().message(),
             "enqueue: created_at: must be Unix seconds 946684800..4102444800 (got 1722489600000: "
             "milliseconds?)");
+}
+
+TEST_F(ClientTest, EnqueueTaskRefusesOptionsItCannotApply) {
+  auto task = Client::BuildTask(Request("shop", "mail"));
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  EnqueueOptions retries;
+  retries.max_retry = 9;  // the document says 3: silently keeping either would mislead
+  EXPECT_EQ(client_->EnqueueTask(*task, retries).status().message(),
+            "enqueue: scheduling.max_retry: must be left unset: EnqueueTask takes it from the "
+            "task document");
+  EnqueueOptions id;
+  id.task_id = "other";
+  EXPECT_EQ(client_->EnqueueTask(*task, id).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(server_.Integer({"EXISTS", Keys("shop").Stream("mail")}), 0);  // nothing written
+  EnqueueOptions scheduling;  // what EnqueueTask does apply
+  scheduling.unique_key = "k";
+  scheduling.unique_ttl = std::chrono::seconds(60);
+  auto result = client_->EnqueueTask(*task, scheduling);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->outcome, EnqueueOutcome::kQueued);
+}
+
+TEST_F(ClientTest, PayloadJsonIsSentByteForByte) {
+  TaskRequest request = Request("shop", "mail");
+  request.payload_json = R"({"n": 1.10, "big": 123456789012345678901234567890, "z": -0})";
+  std::vector<TaskRequest> requests = {request, Request("shop", "mail")};
+  requests[1].payload_json = "[1]";
+  // Validated like any payload: the whole batch is refused, nothing written.
+  auto refused = client_->EnqueueMany(requests);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "enqueue: requests[1]: payload: must be a JSON object (got array)");
+  auto result = client_->Enqueue(request);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(EntryField(server_, Keys("shop").Stream("mail"), result->stream_id, "payload"),
+            *request.payload_json);
 }
 
 TEST_F(ClientTest, CancelQueuedScheduledAndUnknown) {

@@ -14,6 +14,7 @@ class Keys {
   // Per task type.
   std::string Stream(std::string_view type) const { return Typed("stream:", type); }
   std::string Scheduled(std::string_view type) const { return Typed("scheduled:", type); }
+  // HASH consumer -> lease_ms: the lease length each consumer asked for (baton_v2_dequeue/extend).
   std::string Leases(std::string_view type) const { return Typed("leases:", type); }
   std::string Dead(std::string_view type) const { return Typed("dead:", type); }
   std::string Rescue(std::string_view type) const { return Typed("rescue:", type); }

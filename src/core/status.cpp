@@ -1,8 +1,26 @@
 #include "baton/status.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
+#include "core/status_observer.h"
+
 namespace baton {
+
+namespace {
+thread_local internal::ErrorStatusObserver t_error_status_observer = nullptr;
+}  // namespace
+
+Status::Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {
+  if (code_ != StatusCode::kOk && t_error_status_observer != nullptr) {
+    // Cleared while it runs, so an error Status made by the observer itself cannot recurse.
+    internal::ErrorStatusObserver observer = t_error_status_observer;
+    t_error_status_observer = nullptr;
+    observer(*this);
+    t_error_status_observer = observer;
+  }
+}
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
@@ -28,6 +46,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "resource_exhausted";
     case StatusCode::kInternal:
       return "internal";
+    case StatusCode::kNonRetryable:
+      return "non_retryable";
   }
   return "unknown";
 }
@@ -54,3 +74,20 @@ Status Status::WithContext(std::string_view operation) const {
 }
 
 }  // namespace baton
+
+namespace baton::internal {
+
+void SetThreadErrorStatusObserver(ErrorStatusObserver observer) {
+  t_error_status_observer = observer;
+}
+
+void DieOnMissingValue(const Status& status) {
+  std::fprintf(stderr, "StatusOr::value() called on an error: %s\n", status.ToString().c_str());
+  std::abort();
+}
+
+Status OkStatusWithoutValue() {
+  return Status::Internal("StatusOr made from an OK Status (a bug: return a value or an error)");
+}
+
+}  // namespace baton::internal

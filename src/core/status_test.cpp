@@ -65,4 +65,17 @@ TEST(StatusOr, HoldsValueOrStatus) {
 }
 
 }  // namespace
+TEST(StatusOrTest, ValueOfAnErrorDiesLoudlyInEveryBuild) {
+  StatusOr<int> missing = Status::NotFound("task t-1");
+  // Not an assert: this holds in release builds too (NDEBUG), with the error in the message.
+  EXPECT_DEATH((void)missing.value(),
+               "StatusOr::value\\(\\) called on an error: not_found: task t-1");
+}
+
+TEST(StatusOrTest, AnOkStatusWithoutAValueBecomesAnError) {
+  StatusOr<int> odd = Status::Ok();
+  EXPECT_FALSE(odd.ok());
+  EXPECT_EQ(odd.status().code(), StatusCode::kInternal);
+}
+
 }  // namespace baton

@@ -76,6 +76,17 @@ sys_seconds CronSchedule::Next(sys_seconds after) const {
   }
 }
 
+bool CronSchedule::PastZoneData(sys_seconds t) const {
+  // The last period of the data is open-ended (it ends in year 32767). It only means "no data"
+  // when it began recently, i.e. the zone was still changing offsets when the data ran out.
+  using namespace date::literals;
+  constexpr sys_seconds kRecent = date::sys_days{2030_y / date::January / 1};
+  constexpr sys_seconds kOpenEnded = date::sys_days{9999_y / date::December / 31};
+  if (t >= kEndOfTime) return false;
+  const date::sys_info period = zone_->get_info(std::max(t, kBeginOfTime));
+  return period.begin >= kRecent && period.end > kOpenEnded;
+}
+
 std::vector<sys_seconds> CronSchedule::NextN(sys_seconds after, std::size_t n) const {
   std::vector<sys_seconds> out;
   out.reserve(std::min<std::size_t>(n, 1024));

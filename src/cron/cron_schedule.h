@@ -43,6 +43,12 @@ class CronSchedule {
   // The next `n` fire times after `after`, ascending (fewer only at the end of time).
   std::vector<std::chrono::sys_seconds> NextN(std::chrono::sys_seconds after, std::size_t n) const;
 
+  // True when `t` lies past the zone's explicit rules: the system tzdata lists DST transitions
+  // only up to 2037, after which the date library keeps the last offset (Europe/Berlin stays on
+  // CET all year from 2037-10-25). A zone whose offsets were still changing in its last years
+  // then shows wrong local times; a zone without recent changes (UTC, Asia/Tokyo) never does.
+  bool PastZoneData(std::chrono::sys_seconds t) const;
+
   const CronExpression& expression() const { return expression_; }
   const std::string& timezone() const { return tz_name_; }
 

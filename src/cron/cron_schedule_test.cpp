@@ -231,5 +231,17 @@ TEST(CronScheduleTest, NextNCountsAndOrders) {
   EXPECT_TRUE(s.NextN(Utc(2026, 1, 1), 0).empty());
 }
 
+TEST(CronScheduleTest, FireTimesPastTheZoneDataAreFlagged) {
+  auto berlin = MustMake("30 12 * * *", "Europe/Berlin");
+  EXPECT_FALSE(berlin.PastZoneData(Utc(2030, 7, 1)));
+  EXPECT_FALSE(berlin.PastZoneData(Utc(2037, 7, 1)));
+  // From the last transition the data knows (2037-10-25) the zone keeps CET: summer is wrong.
+  EXPECT_TRUE(berlin.PastZoneData(Utc(2038, 7, 1)));
+  EXPECT_TRUE(berlin.PastZoneData(Utc(2037, 12, 1)));
+  // Zones without recent offset changes are right forever.
+  EXPECT_FALSE(MustMake("30 12 * * *", "Asia/Tokyo").PastZoneData(Utc(2050, 7, 1)));
+  EXPECT_FALSE(MustMake("30 12 * * *", "UTC").PastZoneData(Utc(2050, 7, 1)));
+}
+
 }  // namespace
 }  // namespace baton::internal

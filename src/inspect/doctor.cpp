@@ -2,8 +2,8 @@
 // checklist "task submitted but never ran" in order: is there such a task (here)? did it finish?
 // is it waiting in the delayed set (delay_seconds left at N)? retrying or dead? does the stream
 // have a consumer group? did the group start after the task and skip it? is it held by a worker,
-// and is its lease (leases:TYPE, moved by heartbeats) still running? are the workers alive? is it
-// simply behind a backlog?
+// and is its lease (its delivery or last heartbeat + its consumer's lease length) still running?
+// are the workers alive? is it simply behind a backlog?
 #include <algorithm>
 #include <charconv>
 
@@ -184,53 +184,42 @@ Verdict Dead(const TaskInfo& info) {
               facts);
 }
 
-// The task is delivered: its lease (deadline in leases:TYPE) and who holds its entry (XPENDING).
-// nullopt when no group holds the entry (a lease without a holder is dropped by the next reaper).
+// The task is delivered: who holds its entry (XPENDING) and when that lease ends.
+// nullopt when no group holds the entry.
 std::optional<Verdict> Held(const internal::TaskLookup& lookup) {
   const TaskInfo& info = lookup.info;
   if (info.leases.empty()) return std::nullopt;
   const std::int64_t now = info.now_ms;
-  const TaskLease& holder = *std::min_element(
-      info.leases.begin(), info.leases.end(),
-      [](const TaskLease& a, const TaskLease& b) { return a.idle_ms < b.idle_ms; });
-  nlohmann::json facts = {{"stream_id", info.stream_id},
-                          {"group", holder.group},
-                          {"consumer", holder.consumer},
-                          {"idle_ms", holder.idle_ms},
-                          {"deliveries", holder.deliveries}};
+  // The lease that ends first is the one a reaper acts on.
+  const TaskLease& holder = *std::min_element(info.leases.begin(), info.leases.end(),
+                                              [](const TaskLease& a, const TaskLease& b) {
+                                                return a.lease_deadline_ms < b.lease_deadline_ms;
+                                              });
+  const std::int64_t deadline = holder.lease_deadline_ms;
+  nlohmann::json facts = {{"stream_id", info.stream_id},     {"group", holder.group},
+                          {"consumer", holder.consumer},     {"idle_ms", holder.idle_ms},
+                          {"deliveries", holder.deliveries}, {"lease_deadline_ms", deadline},
+                          {"lease_left_ms", deadline - now}};
   if (const GroupInfo* g = lookup.stream.FindGroup(holder.group)) {
     for (const auto& c : g->consumers) {
       if (c.name == holder.consumer) facts["consumer_idle_ms"] = c.idle_ms;
     }
   }
   const std::string who = "consumer " + holder.consumer + " (group " + holder.group + ")";
-  if (!info.lease_deadline_ms) {
-    facts["lease_deadline_ms"] = nullptr;
+  if (deadline <= now) {
     return Make(DoctorCode::kPendingStuck, Severity::kProblem,
-                "pending on " + who + " for " + FormatDuration(holder.idle_ms) +
-                    " but it has no lease: it was delivered outside baton_v2_dequeue (a plain "
-                    "XREADGROUP, or a worker of protocol v1), so no reaper will ever take it "
-                    "back. Stop that consumer and run `baton rescue start --ns " +
-                    info.ns + " --type " + info.type + " --group " + holder.group +
-                    "` to run it with a Baton worker.",
-                facts);
-  }
-  const std::int64_t deadline = *info.lease_deadline_ms;
-  facts["lease_deadline_ms"] = deadline;
-  facts["lease_left_ms"] = deadline - now;
-  if (deadline < now) {
-    return Make(DoctorCode::kPendingStuck, Severity::kProblem,
-                "held by " + who + " for " + FormatDuration(holder.idle_ms) +
-                    ", but its lease expired " + FormatDuration(now - deadline) +
+                "held by " + who + ", delivered or renewed " + FormatDuration(holder.idle_ms) +
+                    " ago, but its lease expired " + FormatDuration(now - deadline) +
                     " ago: that worker stopped heartbeating (stuck, dead, or cut off from "
                     "Redis). The lease reaper (batond, or a worker with maintenance on) takes it "
                     "back as a failed attempt; if it stays, no reaper is running.",
                 facts);
   }
   return Make(DoctorCode::kActive, Severity::kOk,
-              "running on " + who + " for " + FormatDuration(holder.idle_ms) + " (delivery #" +
-                  std::to_string(holder.deliveries) + "); its lease ends in " +
-                  FormatDuration(deadline - now) + " unless the worker's heartbeat moves it.",
+              "running on " + who + " (delivery #" + std::to_string(holder.deliveries) +
+                  ", delivered or renewed " + FormatDuration(holder.idle_ms) +
+                  " ago); its lease ends in " + FormatDuration(deadline - now) +
+                  " unless the worker's heartbeat renews it.",
               facts);
 }
 

@@ -63,40 +63,29 @@ StatusOr<std::int64_t> CountSkipped(internal::InspectorCore& core, const std::st
   return skipped;
 }
 
-// pending_stuck: tasks whose lease deadline passed and that no reaper took back yet.
+// pending_stuck: tasks whose lease ended and that no reaper took back yet.
 StatusOr<Verdict> ExpiredLeaseFinding(internal::InspectorCore& core, const Keys& keys,
                                       const std::string& type, const internal::StreamState& state,
                                       std::int64_t now) {
-  auto expired = internal::ReadExpiredLeases(core, keys, type, now, 1);
+  auto expired = internal::ReadExpiredLeases(core, keys, type, state, now, 1);
   if (!expired.ok()) return expired.status();
-  nlohmann::json facts = {{"stuck", expired->total}};
+  nlohmann::json facts = {{"stuck", expired->total}, {"stuck_exact", expired->exact}};
   std::string oldest;
   if (!expired->leases.empty()) {
     const internal::ExpiredLease& first = expired->leases.front();
     facts["oldest_task"] = first.id;
+    facts["oldest_stream_id"] = first.sid;
     facts["oldest_expired_ms_ago"] = now - first.deadline_ms;
-    oldest = "; the oldest, task " + first.id + ", expired " +
-             FormatDuration(now - first.deadline_ms) + " ago";
-    if (!first.sid.empty()) {
-      std::vector<internal::Command> commands;
-      for (const GroupInfo& g : state.groups) {
-        commands.push_back({"XPENDING", keys.Stream(type), g.name, first.sid, first.sid, "1"});
-      }
-      auto holders = core.Pipeline(commands);
-      if (!holders.ok()) return holders.status();
-      for (std::size_t i = 0; i < holders->size(); ++i) {
-        const Reply& p = (*holders)[i];
-        if (!p.is_array() || p.elements.empty() || p.elements[0].elements.size() < 2) continue;
-        std::string consumer = p.elements[0].elements[1].AsString();
-        facts["oldest_consumer"] = consumer;
-        facts["oldest_group"] = state.groups[i].name;
-        oldest += " on consumer " + consumer + " (group " + state.groups[i].name + ")";
-        break;
-      }
-    }
+    facts["oldest_consumer"] = first.consumer;
+    facts["oldest_group"] = first.group;
+    oldest = "; the oldest, " +
+             (first.id.empty() ? "stream entry " + first.sid + " (deleted from the stream)"
+                               : "task " + first.id) +
+             ", expired " + FormatDuration(now - first.deadline_ms) + " ago on consumer " +
+             first.consumer + " (group " + first.group + ")";
   }
   return Make(DoctorCode::kPendingStuck, Severity::kProblem,
-              std::to_string(expired->total) +
+              (expired->exact ? "" : "at least ") + std::to_string(expired->total) +
                   " running tasks have a lease that expired and was not taken back" + oldest +
                   ". Their workers stopped heartbeating (stuck, dead or cut off from Redis); the "
                   "lease reaper (batond, or a worker with maintenance on) takes them back as "

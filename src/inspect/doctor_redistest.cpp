@@ -135,15 +135,25 @@ TEST_F(DoctorTest, ActiveWithinTheLease) {
   EXPECT_GT(v.facts["lease_left_ms"].get<std::int64_t>(), 500000);
 }
 
-TEST_F(DoctorTest, PendingWithoutALeaseIsStuckForever) {
+// Protocol v2 keeps no lease per task, so no task is pending "without a lease" any more: an entry
+// delivered outside baton_v2_dequeue (a plain XREADGROUP, e.g. a v1 worker) is leased for the
+// namespace's lease_ms since its delivery, and is stuck once that passed, like any other.
+TEST_F(DoctorTest, PendingByHandHasTheNamespacesLeaseAndIsStuckAfterIt) {
   std::string id = Enqueue("t");
+  Call(internal::fn::Configure(
+      kNs, std::vector<std::pair<std::string, std::string>>{{"lease_ms", "1000"}}));
   Call({"XGROUP", "CREATE", keys().Stream("t"), "g", "0"});
   Call({"XREADGROUP", "GROUP", "g", "v1-worker", "COUNT", "1", "STREAMS", keys().Stream("t"), ">"});
+  Verdict active = Diagnose(id);
+  EXPECT_EQ(active.code, DoctorCode::kActive) << active.message;
+  EXPECT_LE(active.facts["lease_left_ms"].get<std::int64_t>(), 1000);
+  Sleep(1300ms);
   Verdict v = Diagnose(id);
   EXPECT_EQ(v.code, DoctorCode::kPendingStuck);
-  EXPECT_NE(v.message.find("no lease"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("lease expired"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("v1-worker"), std::string::npos) << v.message;
-  EXPECT_TRUE(v.facts["lease_deadline_ms"].is_null());
+  EXPECT_TRUE(v.facts["lease_deadline_ms"].is_number());
+  EXPECT_LT(v.facts["lease_left_ms"].get<std::int64_t>(), 0);
 }
 
 TEST_F(DoctorTest, NoLiveConsumerWhenTheWorkersWentAway) {

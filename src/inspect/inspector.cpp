@@ -11,6 +11,7 @@
 #include "inspect/queue_snapshot.h"
 #include "inspect/stream_state.h"
 #include "inspect/task_lookup.h"
+#include "inspect/task_record.h"
 
 namespace baton {
 
@@ -33,28 +34,7 @@ Status FillTaskIds(internal::InspectorCore& core, const std::string& stream,
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const Reply& r = (*bodies)[i];
     if (r.is_array() && !r.elements.empty() && r.elements[0].elements.size() >= 2) {
-      entries[i].task_id = internal::FieldText(internal::FieldMap(r.elements[0].elements[1]), "id");
-    }
-  }
-  return Status::Ok();
-}
-
-// The lease deadlines of pending entries whose task id is known.
-Status FillLeases(internal::InspectorCore& core, const std::string& leases_key,
-                  std::vector<PendingEntry>& entries) {
-  Command zmscore = {"ZMSCORE", leases_key};
-  std::vector<PendingEntry*> asked;
-  for (auto& e : entries) {
-    if (e.task_id.empty()) continue;
-    zmscore.push_back(e.task_id);
-    asked.push_back(&e);
-  }
-  if (asked.empty()) return Status::Ok();
-  auto scores = core.Call(zmscore);
-  if (!scores.ok()) return scores.status();
-  for (std::size_t i = 0; i < asked.size() && i < scores->elements.size(); ++i) {
-    if (!scores->elements[i].is_nil()) {
-      asked[i]->lease_deadline_ms = internal::ScoreMs(scores->elements[i]);
+      entries[i].task_id = internal::EntryTaskId(r.elements[0].elements[1]);
     }
   }
   return Status::Ok();
@@ -134,8 +114,9 @@ StatusOr<PendingReport> Inspector::Pending(const std::string& ns, const std::str
   if (!state.ok()) return state.status();
   auto now = core_->ServerTimeMs();
   if (!now.ok()) return now.status();
-  auto expired = internal::ReadExpiredLeases(*core_, keys, type, *now, options.entry_scan_limit);
+  auto expired = internal::ReadExpiredLeases(*core_, keys, type, *state, *now, 0);
   if (!expired.ok()) return expired.status();
+  const internal::LeaseLengths& lengths = expired->lengths;  // read when something is pending
 
   PendingReport report;
   report.ns = ns;
@@ -163,11 +144,13 @@ StatusOr<PendingReport> Inspector::Pending(const std::string& ns, const std::str
         PendingEntry e{p.elements[0].AsString(),  "",
                        p.elements[1].AsString(),  p.elements[2].AsInteger(),
                        p.elements[3].AsInteger(), std::nullopt};
+        // Every pending entry is leased to its consumer (see lease_scan.h).
+        e.lease_deadline_ms = lengths.EndMs(e.consumer, e.idle_ms, *now);
         PendingConsumer& pc = consumers[e.consumer];
         pc.name = e.consumer;
         ++pc.count;
         pc.max_idle_ms = std::max(pc.max_idle_ms, e.idle_ms);
-        if (expired->sids.count(e.stream_id)) ++pc.expired;
+        if (*e.lease_deadline_ms <= *now) ++pc.expired;
         entries.push_back(std::move(e));
       }
       read += reply->elements.size();
@@ -185,7 +168,6 @@ StatusOr<PendingReport> Inspector::Pending(const std::string& ns, const std::str
               [](const PendingEntry& a, const PendingEntry& b) { return a.idle_ms > b.idle_ms; });
     if (entries.size() > kLongestIdleShown) entries.resize(kLongestIdleShown);
     if (Status s = FillTaskIds(*core_, stream, entries); !s.ok()) return s;
-    if (Status s = FillLeases(*core_, keys.Leases(type), entries); !s.ok()) return s;
     group.longest_idle = std::move(entries);
     for (auto& [name, c] : consumers) group.consumers.push_back(std::move(c));
     report.groups.push_back(std::move(group));

@@ -187,7 +187,8 @@ nlohmann::json TaskInfo::ToJson() const {
     leases_json.push_back({{"group", l.group},
                            {"consumer", l.consumer},
                            {"idle_ms", l.idle_ms},
-                           {"deliveries", l.deliveries}});
+                           {"deliveries", l.deliveries},
+                           {"lease_deadline_ms", l.lease_deadline_ms}});
   }
   nlohmann::json errors_json = nlohmann::json::array();
   for (const auto& e : errors) {

@@ -238,16 +238,50 @@ TEST_F(InspectorTest, GetTaskQueuedAndActive) {
   EXPECT_EQ(active->ToJson()["lease_deadline_ms"], *active->lease_deadline_ms);
 }
 
-TEST_F(InspectorTest, PendingWithoutALeaseIsQueuedNotActive) {
+// Protocol v2 keeps no lease per task: an entry delivered outside baton_v2_dequeue (a plain
+// XREADGROUP) is leased like any other, for the namespace's lease_ms since its delivery, since its
+// consumer stored no lease length of its own (reclaim takes it back after that).
+TEST_F(InspectorTest, PendingByHandIsActiveWithTheNamespacesLease) {
   std::string id = Enqueue("t");
+  Call(internal::fn::Configure(
+      kNs, std::vector<std::pair<std::string, std::string>>{{"lease_ms", "45000"}}));
   Call({"XGROUP", "CREATE", keys().Stream("t"), "g", "0"});
   Call({"XREADGROUP", "GROUP", "g", "by-hand", "COUNT", "1", "STREAMS", keys().Stream("t"), ">"});
   auto task = inspector_->GetTask(kNs, id);
   ASSERT_TRUE(task.ok());
-  EXPECT_EQ(task->state, TaskState::kQueued);
-  EXPECT_FALSE(task->lease_deadline_ms.has_value());
+  EXPECT_EQ(task->state, TaskState::kActive);
+  ASSERT_TRUE(task->lease_deadline_ms.has_value());
+  EXPECT_LE(*task->lease_deadline_ms, task->now_ms + 45000);
+  EXPECT_GT(*task->lease_deadline_ms, task->now_ms + 44000);
   ASSERT_EQ(task->leases.size(), 1u);
   EXPECT_EQ(task->leases[0].consumer, "by-hand");
+  EXPECT_EQ(task->leases[0].lease_deadline_ms, *task->lease_deadline_ms);
+}
+
+// A consumer's lease length is the one it asked for last (leases:TYPE), and a heartbeat renews the
+// lease from that moment: the lease end moves, the delivery count does not.
+TEST_F(InspectorTest, LeaseEndFollowsTheConsumersLeaseAndItsHeartbeats) {
+  std::string id = Enqueue("t");
+  auto d = Dequeue("t", "g", "c1", 1, 5000);
+  ASSERT_EQ(d.size(), 1u);
+  auto first = inspector_->GetTask(kNs, id);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(first->lease_deadline_ms.has_value());
+  EXPECT_LE(*first->lease_deadline_ms, first->now_ms + 5000);
+  EXPECT_GT(*first->lease_deadline_ms, first->now_ms + 4000);
+  Sleep(300ms);
+  const internal::fn::HeldTask held[] = {{d[0].id, d[0].sid}};
+  internal::Reply r = Call(internal::fn::Extend(kNs, "t", "g", "c1", 20000, held));
+  ASSERT_TRUE(r.is_array());
+  ASSERT_EQ(r.elements.size(), 1u);
+  auto renewed = inspector_->GetTask(kNs, id);
+  ASSERT_TRUE(renewed.ok());
+  ASSERT_TRUE(renewed->lease_deadline_ms.has_value());
+  EXPECT_LE(*renewed->lease_deadline_ms, renewed->now_ms + 20000);
+  EXPECT_GT(*renewed->lease_deadline_ms, renewed->now_ms + 19000);
+  ASSERT_EQ(renewed->leases.size(), 1u);
+  EXPECT_LT(renewed->leases[0].idle_ms, 300);  // reset by the heartbeat
+  EXPECT_EQ(renewed->leases[0].deliveries, 1);
 }
 
 TEST_F(InspectorTest, GetTaskScheduledRetryDeadDone) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/keys.h"
+#include "inspect/lease_scan.h"
 #include "inspect/stream_id.h"
 #include "inspect/task_record.h"
 
@@ -58,14 +59,10 @@ StatusOr<QueueInfo> ReadQueue(InspectorCore& core, const std::string& ns, const 
   const InspectorOptions& options = core.options();
   auto stream = ReadStreamState(core, keys.Stream(type), /*count_ready=*/true);
   if (!stream.ok()) return stream.status();
-  auto counts =
-      core.Pipeline({{"ZCARD", keys.Dead(type)},
-                     {"ZCARD", keys.Leases(type)},
-                     {"ZCOUNT", keys.Leases(type), "-inf", "(" + std::to_string(now_ms)}});
-  if (!counts.ok()) return counts.status();
-  for (const Reply& r : *counts) {
-    if (r.is_error()) return ReplyStatus(r);
-  }
+  auto dead = core.Call({"ZCARD", keys.Dead(type)});
+  if (!dead.ok()) return dead.status();
+  auto expired = ReadExpiredLeases(core, keys, type, *stream, now_ms, 0);
+  if (!expired.ok()) return expired.status();
   auto split = SplitScheduled(core, ns, type, options.scheduled_scan_limit);
   if (!split.ok()) return split.status();
 
@@ -87,9 +84,9 @@ StatusOr<QueueInfo> ReadQueue(InspectorCore& core, const std::string& ns, const 
   q.delayed = split->delayed;
   q.retrying = split->retrying;
   q.scheduled_split_exact = split->exact;
-  q.dead = (*counts)[0].AsInteger();
-  q.leased = (*counts)[1].AsInteger();
-  q.expired_leases = (*counts)[2].AsInteger();
+  q.dead = dead->AsInteger();
+  q.leased = q.in_flight;  // every delivered entry is leased to its consumer
+  q.expired_leases = expired->total;
   if (!stream->first_entry_id.empty()) {
     q.oldest_age_ms = std::max<std::int64_t>(0, now_ms - StreamIdMs(stream->first_entry_id));
   }

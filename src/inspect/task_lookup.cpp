@@ -2,6 +2,7 @@
 
 #include "core/keys.h"
 #include "inspect/event_scan.h"
+#include "inspect/lease_scan.h"
 
 namespace baton::internal {
 
@@ -21,8 +22,12 @@ Status LocateQueued(InspectorCore& core, const Keys& keys, TaskLookup& lookup) {
   if (!state.ok()) return state.status();
   lookup.stream = std::move(*state);
 
+  // TIME right before the XPENDINGs: a lease ends `idle` after that instant plus its length.
   std::vector<Command> commands = {{"XRANGE", stream, info.stream_id, info.stream_id},
-                                   {"ZSCORE", keys.Leases(info.type), info.id}};
+                                   {"HGETALL", keys.Leases(info.type)},
+                                   {"HGET", keys.Config(), "lease_ms"},
+                                   {"TIME"}};
+  constexpr std::size_t kFirstPending = 4;
   for (const auto& g : lookup.stream.groups) {
     commands.push_back({"XPENDING", stream, g.name, info.stream_id, info.stream_id, "1"});
   }
@@ -34,19 +39,30 @@ Status LocateQueued(InspectorCore& core, const Keys& keys, TaskLookup& lookup) {
   } else {
     lookup.entry_missing = true;
   }
-  const Reply& lease = (*replies)[1];
-  if (lease.is_error()) return ReplyStatus(lease);
-  if (!lease.is_nil()) {
-    info.lease_deadline_ms = ScoreMs(lease);
-    info.state = TaskState::kActive;
+  for (std::size_t i = 1; i < kFirstPending; ++i) {
+    if ((*replies)[i].is_error()) return ReplyStatus((*replies)[i]);
   }
+  const LeaseLengths lengths = ParseLeaseLengths((*replies)[1], (*replies)[2]);
+  const Reply& time = (*replies)[3];
+  std::int64_t now_ms = info.now_ms;
+  if (time.is_array() && time.elements.size() == 2) {
+    now_ms = time.elements[0].AsInteger() * 1000 + time.elements[1].AsInteger() / 1000;
+  }
+  // Delivered: pending in a group, leased to the consumer holding it. When several groups hold
+  // the entry (a rescue), the lease that ends first is the task's: reclaim then takes it back.
   for (std::size_t i = 0; i < lookup.stream.groups.size(); ++i) {
-    const Reply& pending = (*replies)[i + 2];
+    const Reply& pending = (*replies)[i + kFirstPending];
     if (!pending.is_array() || pending.elements.empty()) continue;
     const Reply& p = pending.elements[0];
     if (p.elements.size() < 4) continue;
-    info.leases.push_back({lookup.stream.groups[i].name, p.elements[1].AsString(),
-                           p.elements[2].AsInteger(), p.elements[3].AsInteger()});
+    TaskLease lease{lookup.stream.groups[i].name, p.elements[1].AsString(),
+                    p.elements[2].AsInteger(), p.elements[3].AsInteger(), 0};
+    lease.lease_deadline_ms = lengths.EndMs(lease.consumer, lease.idle_ms, now_ms);
+    if (!info.lease_deadline_ms || lease.lease_deadline_ms < *info.lease_deadline_ms) {
+      info.lease_deadline_ms = lease.lease_deadline_ms;
+    }
+    info.state = TaskState::kActive;
+    info.leases.push_back(std::move(lease));
   }
   return Status::Ok();
 }

@@ -13,6 +13,7 @@
 #include "broker/functions.h"
 #include "core/keys.h"
 #include "harness/redis_server.h"
+#include "harness/work_entry.h"
 #include "scheduler/cron_ticker.h"
 
 namespace baton::internal {
@@ -63,14 +64,7 @@ class CronTickerTest : public ::testing::Test {
     std::vector<std::map<std::string, std::string>> out;
     auto reply = redis_.Command({"XRANGE", Keys("app").Stream(type), "-", "+"});
     for (std::size_t i = 0; i < reply->elements; ++i) {
-      redisReply* entry = reply->element[i];
-      redisReply* kv = entry->element[1];
-      std::map<std::string, std::string> fields;
-      for (std::size_t j = 0; j + 1 < kv->elements; j += 2) {
-        fields[std::string(kv->element[j]->str, kv->element[j]->len)] =
-            std::string(kv->element[j + 1]->str, kv->element[j + 1]->len);
-      }
-      out.push_back(std::move(fields));
+      out.push_back(baton::testing::WorkEntryFields(reply->element[i]->element[1]));
     }
     return out;
   }

@@ -139,7 +139,7 @@ Status Promoter::Start() {
     subscriber_ = std::make_unique<WakeupSubscriber>(*endpoint, std::move(handlers), options_.log);
     // A failed first subscribe is not fatal: the subscriber logs it and keeps retrying, and the
     // loop's safety pass bounds the delay meanwhile.
-    subscriber_->Start();
+    (void)subscriber_->Start();
   }
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();

@@ -10,6 +10,7 @@
 #include "baton/client.h"
 #include "core/keys.h"
 #include "harness/redis_server.h"
+#include "harness/work_entry.h"
 #include "scheduler/promoter.h"
 #include "scheduler/scheduler_test_util.h"
 #include "scheduler/type_directory.h"
@@ -255,9 +256,9 @@ TEST_F(PromoterTest, TwoPromotersNeverPromoteATaskTwice) {
   auto entries = redis_.Command({"XRANGE", Keys(kNs).Stream("race"), "-", "+"});
   std::set<std::string> ids;
   for (std::size_t i = 0; i < entries->elements; ++i) {
-    redisReply* fields = entries->element[i]->element[1];
-    ASSERT_EQ(std::string(fields->element[0]->str), "id");
-    ids.insert(fields->element[1]->str);
+    auto fields = baton::testing::WorkEntryFields(entries->element[i]->element[1]);
+    ASSERT_EQ(fields.count("id"), 1u) << fields["task"];
+    ids.insert(fields["id"]);
   }
   EXPECT_EQ(ids.size(), static_cast<std::size_t>(kN));  // each task exactly once
 }

@@ -148,27 +148,33 @@ void Reaper::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-StatusOr<std::vector<std::int64_t>> Reaper::EarliestDeadlines(const std::vector<Target>& targets,
-                                                              std::int64_t* now_ms) {
+StatusOr<std::vector<std::int64_t>> Reaper::PendingCounts(const std::vector<Target>& targets) {
   std::lock_guard<std::mutex> lock(mu_);
   if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) return st;
-  conn_->Append({"TIME"});
   for (const Target& t : targets) {
-    conn_->Append({"ZRANGE", Keys(t.type.ns).Leases(t.type.type), "0", "0", "WITHSCORES"});
+    conn_->Append({"XINFO", "GROUPS", Keys(t.type.ns).Stream(t.type.type)});
   }
   StatusOr<std::vector<Reply>> replies = conn_->Flush();
   if (!replies.ok()) return replies.status();
-  if (replies->size() != targets.size() + 1) return Status::Internal("reaper: missing replies");
-  const Reply& time = replies->front();
-  if (!time.is_array() || time.elements.size() != 2) {
-    return Status::Internal("reaper: TIME: unexpected reply");
-  }
-  *now_ms = time.elements[0].AsInteger() * 1000 + time.elements[1].AsInteger() / 1000;
+  if (replies->size() != targets.size()) return Status::Internal("reaper: missing replies");
   std::vector<std::int64_t> out;
-  for (std::size_t i = 1; i < replies->size(); ++i) {
-    const Reply& r = (*replies)[i];
-    if (r.is_error()) return StatusFromErrorReply(r).WithContext("reaper: ZRANGE leases");
-    out.push_back(r.elements.size() == 2 ? r.elements[1].AsInteger() : -1);
+  for (const Reply& r : *replies) {
+    std::int64_t pending = 0;
+    if (r.is_error()) {
+      // No stream yet: nothing was ever delivered.
+      if (r.str.find("no such key") == std::string::npos) {
+        return StatusFromErrorReply(r).WithContext("reaper: XINFO GROUPS");
+      }
+    } else {
+      for (const Reply& group : r.elements) {
+        for (std::size_t i = 0; i + 1 < group.elements.size(); i += 2) {
+          if (group.elements[i].AsString() == "pending") {
+            pending += group.elements[i + 1].AsInteger();
+          }
+        }
+      }
+    }
+    out.push_back(pending);
   }
   return out;
 }
@@ -198,37 +204,34 @@ void Reaper::Loop() {
       if (it == next_check.end() || it->second <= Clock::now()) due.push_back(t);
     }
 
-    // A check reads each due type's earliest deadline (no write, no function call); only a type
-    // with an expired lease costs a baton_v2_reclaim call.
+    // A check reads each due type's pending count (no write, no function call); only a type with
+    // pending tasks costs a baton_v2_reclaim call, whose next lease end says when to look again.
     Status status = Status::Ok();
     if (!due.empty()) {
-      std::int64_t server_now = 0;
-      StatusOr<std::vector<std::int64_t>> deadlines = EarliestDeadlines(due, &server_now);
+      StatusOr<std::vector<std::int64_t>> pending = PendingCounts(due);
       const auto read_at = Clock::now();
-      std::vector<Target> expired;
-      if (!deadlines.ok()) {
-        status = deadlines.status();
+      std::vector<Target> held;
+      if (!pending.ok()) {
+        status = pending.status();
       } else {
         for (std::size_t i = 0; i < due.size(); ++i) {
-          const std::int64_t deadline = (*deadlines)[i];
-          if (deadline >= 0 && deadline <= server_now) {
-            expired.push_back(due[i]);
+          if ((*pending)[i] > 0) {
+            held.push_back(due[i]);
           } else {
-            next_check[due[i].type] = read_at + UntilNextCheck(deadline, server_now);
+            next_check[due[i].type] = read_at + options_.interval;
           }
         }
       }
-      if (status.ok() && !expired.empty()) {
-        StatusOr<std::vector<ReapResult>> results = ReclaimTargets(expired);
+      if (status.ok() && !held.empty()) {
+        StatusOr<std::vector<ReapResult>> results = ReclaimTargets(held);
         const auto reclaimed_at = Clock::now();
         if (!results.ok()) {
           status = results.status();
         } else {
           for (std::size_t i = 0; i < results->size(); ++i) {
             const ReapResult& r = (*results)[i];
-            next_check[expired[i].type] =
-                reclaimed_at + UntilNextCheck(r.next_deadline_ms, r.now_ms);
-            if (r.reclaimed > 0 && options_.on_reclaimed) options_.on_reclaimed(expired[i].type, r);
+            next_check[held[i].type] = reclaimed_at + UntilNextCheck(r.next_deadline_ms, r.now_ms);
+            if (r.reclaimed > 0 && options_.on_reclaimed) options_.on_reclaimed(held[i].type, r);
           }
         }
       }

@@ -1,16 +1,18 @@
 #pragma once
-// The lease reaper: takes back tasks whose lease deadline passed (their worker crashed, hung or
-// lost Redis and stopped heartbeating) with FCALL baton_v2_reclaim. The deadline lives in Redis
-// (baton:v2:{NS}:leases:TYPE, set by dequeue and moved by each heartbeat), so the reaper has no
-// lease setting of its own and can never take a task from a live worker. Each reclaimed task
-// counts as a failed attempt of kind lease_expired and follows the retry policy. Each call returns
-// the type's next deadline, so the reaper sleeps until the earliest one, and checks each type at
-// least every `interval`: with 1 s it learns every new lease's deadline before it passes (a lease
-// lasts >= 1 s), so expired leases are taken back at their deadline. A check is a plain read of
-// the earliest deadline (ZRANGE leases:TYPE 0 0, pipelined with TIME for all due types); only a
-// type with an expired lease costs a function call, so an idle reaper costs 1 + types commands
-// per interval, in one round trip. Run by batond (a Worker's
-// maintenance has its own loop); several reapers may run at once (the function is atomic).
+// The lease reaper: takes back tasks whose lease ended (their worker crashed, hung or lost Redis
+// and stopped heartbeating) with FCALL baton_v2_reclaim. The lease lives in Redis (a task's
+// delivery time in its consumer group, renewed by each heartbeat, plus the lease length its
+// consumer stored in baton:v2:{NS}:leases:TYPE), so the reaper has no lease setting of its own and
+// can never take a task from a live worker. Each reclaimed task counts as a failed attempt of kind
+// lease_expired and follows the retry policy.
+// A check of a type is a plain read: its consumer groups' pending counts (XINFO GROUPS, pipelined
+// for all due types). A type with nothing pending is checked again after `interval`;
+// only a type with pending tasks costs a baton_v2_reclaim call, which returns the type's next lease
+// end, so the reaper checks it again then (or after `interval`, whichever comes first: with 1 s it
+// sees every new lease before it ends, a lease lasting >= 1 s), and expired leases are taken back
+// when they end. An idle reaper costs one command per type per interval, in one round trip. Run by
+// batond (a Worker's maintenance has its own loop); several reapers may run at once (the function
+// is atomic).
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -35,7 +37,7 @@ struct ReapResult {
   std::int64_t reclaimed = 0;
   std::int64_t retried = 0;
   std::int64_t dead = 0;
-  std::int64_t next_deadline_ms = -1;  // earliest lease deadline left (server ms), -1 = none
+  std::int64_t next_deadline_ms = -1;  // earliest lease end left (server ms), -1 = none pending
   std::int64_t now_ms = 0;             // the server's time of the last call
 };
 
@@ -86,11 +88,10 @@ class Reaper {
   // expired leases than `count`); results in the same order.
   StatusOr<std::vector<ReapResult>> ReclaimTargets(const std::vector<Target>& targets);
   fn::Command ReclaimCommand(const Target& target);  // mu_ held (rng_)
-  // The earliest lease deadline of each target (-1: no lease) and the server's clock (*now_ms), in
-  // one round trip that writes nothing (TIME, then ZRANGE leases:TYPE 0 0 WITHSCORES per type).
-  StatusOr<std::vector<std::int64_t>> EarliestDeadlines(const std::vector<Target>& targets,
-                                                        std::int64_t* now_ms);
-  // How long until a type whose earliest deadline is `deadline_ms` (-1: none) must be checked.
+  // The pending entries of each target's stream, summed over its consumer groups (0: no stream
+  // or no group), in one round trip that writes nothing (TIME, then XINFO GROUPS per type).
+  StatusOr<std::vector<std::int64_t>> PendingCounts(const std::vector<Target>& targets);
+  // How long until a type whose earliest lease end is `deadline_ms` (-1: none) must be checked.
   std::chrono::milliseconds UntilNextCheck(std::int64_t deadline_ms, std::int64_t now_ms) const;
   void Loop();
 

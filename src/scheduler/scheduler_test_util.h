@@ -40,16 +40,21 @@ inline std::vector<std::string> RawEnqueue(baton::testing::RedisServer& redis,
 }
 
 // baton_v2_dequeue of up to `count` tasks for `consumer` of group "g", leased for lease_ms.
-// Returns the delivered (id, SID) pairs.
+// Returns the delivered (id, SID) pairs; `lease_deadline_ms`, when given, receives when their
+// leases end (the reply's lease_deadline_ms).
 inline std::vector<fn::HeldTask> RawDequeue(baton::testing::RedisServer& redis,
                                             const std::string& ns, const std::string& type,
                                             const std::string& consumer, int count,
-                                            std::int64_t lease_ms) {
+                                            std::int64_t lease_ms,
+                                            std::int64_t* lease_deadline_ms = nullptr) {
   std::vector<fn::HeldTask> out;
   auto reply = redis.Command(
       fn::Dequeue(ns, type, "g", consumer, static_cast<std::size_t>(count), lease_ms));
   EXPECT_EQ(reply->type, REDIS_REPLY_ARRAY) << (reply->str ? reply->str : "");
   if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1) return out;
+  if (lease_deadline_ms != nullptr && reply->elements >= 3) {
+    *lease_deadline_ms = reply->element[2]->integer;
+  }
   const redisReply* entries = reply->element[0];
   for (std::size_t i = 0; i + 8 < entries->elements; i += 9) {
     out.push_back({std::string(entries->element[i + 1]->str, entries->element[i + 1]->len),

@@ -2,25 +2,32 @@
 
 #include <exception>
 
+#include "worker/failure_site.h"
 #include "worker/stack_trace.h"
 
 namespace baton {
 
 Status NonRetryable(std::string message) {
-  return Status(StatusCode::kInvalidArgument, std::move(message));
+  return Status(StatusCode::kNonRetryable, std::move(message));
 }
 
 }  // namespace baton
 
 namespace baton::internal {
 
-AttemptOutcome OutcomeOfCurrentException(FailureKind kind, const std::string& what) {
+AttemptOutcome OutcomeOfCurrentException(FailureKind kind, const std::string& what,
+                                         const void* thrown_object) {
   AttemptOutcome out;
   out.failure = kind;
   out.message = CurrentExceptionTypeName() + ": " + what;
-  // Taken inside the catch block: the frames of the code that threw are already unwound, so this
-  // shows where the worker caught it (the handler's caller), not the throw site.
-  out.stack = "exception " + out.message + "\ncaught in the worker at:\n" + CaptureStackTrace();
+  std::string site = ThrowSiteOf(thrown_object);
+  if (!site.empty()) {
+    out.stack = "exception " + out.message + "\nthrown at:\n" + site;
+  } else {
+    // Not thrown through __cxa_throw on this thread (e.g. rethrown from another thread's
+    // exception_ptr): all that is left is where the worker caught it.
+    out.stack = "exception " + out.message + "\ncaught in the worker at:\n" + CaptureStackTrace();
+  }
   return out;
 }
 
@@ -41,23 +48,29 @@ std::string_view FailureKindName(FailureKind kind) {
 }
 
 AttemptOutcome RunAttempt(const Handler& handler, TaskContext& context) {
+  FailureSiteScope sites;
   try {
     Status status = handler(context);
     if (status.ok()) return {};
     AttemptOutcome out;
-    out.failure = status.code() == StatusCode::kInvalidArgument ? FailureKind::kNonRetryable
-                                                                : FailureKind::kError;
+    out.failure = status.code() == StatusCode::kNonRetryable ? FailureKind::kNonRetryable
+                                                             : FailureKind::kError;
     out.message = status.ToString();
-    // A returned Status carries no stack of its own: record where the worker observed it.
-    out.stack =
-        "handler returned " + out.message + "\nobserved in the worker at:\n" + CaptureStackTrace(1);
+    std::string site = SiteOfStatus(status);
+    if (!site.empty()) {
+      out.stack = "handler returned " + out.message + "\nmade at:\n" + site;
+    } else {
+      out.stack = "handler returned " + out.message + "\nobserved in the worker at:\n" +
+                  CaptureStackTrace(1);
+    }
     return out;
   } catch (const NonRetryableError& e) {
-    return OutcomeOfCurrentException(FailureKind::kNonRetryable, e.what());
+    return OutcomeOfCurrentException(FailureKind::kNonRetryable, e.what(),
+                                     dynamic_cast<const void*>(&e));
   } catch (const std::exception& e) {
-    return OutcomeOfCurrentException(FailureKind::kError, e.what());
+    return OutcomeOfCurrentException(FailureKind::kError, e.what(), dynamic_cast<const void*>(&e));
   } catch (...) {
-    return OutcomeOfCurrentException(FailureKind::kError, "(not a std::exception)");
+    return OutcomeOfCurrentException(FailureKind::kError, "(not a std::exception)", nullptr);
   }
 }
 

@@ -21,16 +21,15 @@ struct AttemptOutcome {
 };
 
 // Calls `handler(context)`. A non-OK Status is a failure of kind error, or non_retryable when its
-// code is kInvalidArgument (what NonRetryable() returns). An exception is a failure whose message
-// is "<dynamic type>: <what()>" (non_retryable for NonRetryableError); its stack is taken at the
-// catch site, since C++ unwinds the throw site's frames before a handler can look at them.
+// code is kNonRetryable (what NonRetryable() returns); its stack is where the handler made that
+// Status. An exception is a failure whose message is "<dynamic type>: <what()>" (non_retryable
+// for NonRetryableError); its stack is where it was thrown (worker/failure_site.h).
 AttemptOutcome RunAttempt(const Handler& handler, TaskContext& context);
 
-// Inside a catch block: the failure for the exception being handled, `what` its message. Not
-// inlined, so that stack traces always show a named frame (catch blocks land in a ".cold" clone
-// of their function, a local symbol that backtrace_symbols() cannot name).
-[[gnu::noinline]] AttemptOutcome OutcomeOfCurrentException(FailureKind kind,
-                                                           const std::string& what);
+// Inside a catch block: the failure for the exception being handled, `what` its message and
+// `thrown_object` its complete object (nullptr when unknown, e.g. catch (...)).
+AttemptOutcome OutcomeOfCurrentException(FailureKind kind, const std::string& what,
+                                         const void* thrown_object);
 
 // The outcome of an attempt that ran past its execution_timeout, whatever the handler returned.
 AttemptOutcome TimeoutOutcome(int execution_timeout_s);

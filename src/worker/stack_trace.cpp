@@ -1,12 +1,15 @@
 #include "worker/stack_trace.h"
 
+#include <backtrace.h>
 #include <cxxabi.h>
+#include <dlfcn.h>
 #include <execinfo.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <typeinfo>
-#include <vector>
 
 namespace baton::internal {
 
@@ -18,25 +21,54 @@ struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
 
-// backtrace_symbols() gives "binary(mangled+0x1f) [0x55d1...]" (or "binary(+0x1f)" / "binary
-// [0x...]" when the symbol is unknown). Returns a readable "name at binary+offset".
-std::string FormatFrame(const char* symbol) {
-  std::string text(symbol);
-  std::size_t open = text.find('(');
-  std::size_t plus = text.find('+', open == std::string::npos ? 0 : open);
-  std::size_t close = text.find(')', open == std::string::npos ? 0 : open);
-  if (open == std::string::npos || close == std::string::npos) return text;
-  std::string binary = text.substr(0, open);
-  std::string name;
-  std::string offset;
-  if (plus != std::string::npos && plus < close) {
-    name = text.substr(open + 1, plus - open - 1);
-    offset = text.substr(plus, close - plus);
+void IgnoreError(void*, const char*, int) {}
+
+// One libbacktrace state for the process (it caches what it read of each binary's debug info).
+backtrace_state* State() {
+  static backtrace_state* state =
+      backtrace_create_state(nullptr, /*threaded=*/1, IgnoreError, nullptr);
+  return state;
+}
+
+struct NamedFrame {
+  std::string function;  // demangled; "??" when unknown
+  std::string where;     // "file:line", or "binary+0x1f"
+};
+
+// "binary+0xoffset" of an address, from the loader's map (works without any symbol table).
+std::string BinaryOffset(std::uintptr_t pc) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(pc), &info) == 0 || info.dli_fname == nullptr) return "??";
+  char offset[32];
+  std::snprintf(offset, sizeof offset, "+0x%zx",
+                static_cast<std::size_t>(pc - reinterpret_cast<std::uintptr_t>(info.dli_fbase)));
+  return std::string(info.dli_fname) + offset;
+}
+
+void OnSymbol(void* data, std::uintptr_t, const char* symname, std::uintptr_t, std::uintptr_t) {
+  if (symname != nullptr) *static_cast<std::string*>(data) = Demangle(symname);
+}
+
+int OnLine(void* data, std::uintptr_t pc, const char* filename, int lineno, const char* function) {
+  auto* frames = static_cast<std::vector<NamedFrame>*>(data);
+  NamedFrame f;
+  if (function != nullptr) {
+    f.function = Demangle(function);
   } else {
-    name = text.substr(open + 1, close - open - 1);
+    backtrace_syminfo(State(), pc, OnSymbol, IgnoreError, &f.function);
   }
-  if (name.empty()) return "?? at " + binary + offset;
-  return Demangle(name.c_str()) + " at " + binary + offset;
+  if (f.function.empty()) f.function = "??";
+  f.where =
+      filename != nullptr ? std::string(filename) + ":" + std::to_string(lineno) : BinaryOffset(pc);
+  frames->push_back(std::move(f));
+  return 0;
+}
+
+bool StartsWithAny(const std::string& name, const std::vector<std::string_view>& prefixes) {
+  for (std::string_view p : prefixes) {
+    if (std::string_view(name).substr(0, p.size()) == p) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -48,32 +80,41 @@ std::string Demangle(const char* mangled) {
   return std::string(mangled);
 }
 
-std::string CaptureStackTrace(int skip) {
+std::vector<void*> CaptureFrames() {
   void* frames[kMaxFrames];
-  int n = backtrace(frames, kMaxFrames);
-  std::unique_ptr<char*, FreeDeleter> symbols(backtrace_symbols(frames, n));
-  std::vector<std::string> frames_text;
-  frames_text.reserve(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    frames_text.push_back(symbols ? FormatFrame(symbols.get()[i]) : std::string("??"));
+  const int n = backtrace(frames, kMaxFrames);
+  return std::vector<void*>(frames, frames + (n > 0 ? n : 0));
+}
+
+std::string FormatFrames(const std::vector<void*>& frames,
+                         const std::vector<std::string_view>& skip_prefixes, int skip,
+                         std::string_view stop_prefix) {
+  static const std::vector<std::string_view> kMachinery = {
+      "baton::internal::CaptureFrames", "baton::internal::CaptureStackTrace",
+      "__interceptor_backtrace", "backtrace", "__sanitizer::"};
+  std::vector<NamedFrame> named;
+  for (void* frame : frames) {
+    // A return address points after its call: look up the call instruction itself.
+    const auto pc = reinterpret_cast<std::uintptr_t>(frame) - 1;
+    const std::size_t before = named.size();
+    if (State() != nullptr) backtrace_pcinfo(State(), pc, OnLine, IgnoreError, &named);
+    if (named.size() == before) OnLine(&named, pc, nullptr, 0, nullptr);
   }
-  // Frame 0 is normally this function, but a sanitizer's backtrace() interceptor may come first:
-  // start after the last frame that is CaptureStackTrace itself.
-  int self = 0;
-  for (int i = 0; i < n && i < 4; ++i) {
-    if (frames_text[static_cast<std::size_t>(i)].rfind("baton::internal::CaptureStackTrace", 0) ==
-        0) {
-      self = i;
-    }
+  std::size_t first = 0;
+  while (first < named.size() && (StartsWithAny(named[first].function, kMachinery) ||
+                                  StartsWithAny(named[first].function, skip_prefixes))) {
+    ++first;
   }
+  first += static_cast<std::size_t>(skip > 0 ? skip : 0);
   std::string out;
-  const int first = self + 1 + (skip > 0 ? skip : 0);
-  for (int i = first; i < n; ++i) {
-    out +=
-        "  #" + std::to_string(i - first) + " " + frames_text[static_cast<std::size_t>(i)] + "\n";
+  for (std::size_t i = first, shown = 0; i < named.size(); ++i, ++shown) {
+    if (!stop_prefix.empty() && StartsWithAny(named[i].function, {stop_prefix})) break;
+    out += "  #" + std::to_string(shown) + " " + named[i].function + " at " + named[i].where + "\n";
   }
   return out;
 }
+
+std::string CaptureStackTrace(int skip) { return FormatFrames(CaptureFrames(), {}, skip); }
 
 std::string CurrentExceptionTypeName() {
   const std::type_info* type = abi::__cxa_current_exception_type();

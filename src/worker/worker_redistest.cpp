@@ -8,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "harness/work_entry.h"
 #include "worker/worker_test_util.h"
 
 namespace baton::testing {
@@ -51,7 +52,10 @@ TEST_F(WorkerTest, RunsTasksAndAcksThem) {
   EXPECT_EQ(redis_.Integer({"HLEN", keys().Tasks()}), 0);  // records gone
   EXPECT_EQ(StreamLength("echo"), 0);
   EXPECT_EQ(Pending("echo"), 0);
-  EXPECT_EQ(redis_.Integer({"ZCARD", keys().Leases("echo")}), 0);  // every lease released
+  // Every lease released: nothing pending (above), and leases:TYPE holds no per-task entry, only
+  // the lease length this worker's consumer asked for (the namespace's 30 s).
+  EXPECT_EQ(redis_.Integer({"HLEN", keys().Leases("echo")}), 1);
+  EXPECT_EQ(redis_.String({"HGET", keys().Leases("echo"), worker.consumer_name()}), "30000");
   worker.Stop();
   WorkerStats s = worker.stats();
   EXPECT_EQ(s.failed, 0u);
@@ -168,15 +172,22 @@ TEST_F(WorkerTest, MalformedEntriesGoToTheDeadLetterQueue) {
                   .ok());
   // Written before the worker starts: it must not see an entry before its record exists.
   const std::string stream = keys().Stream("m");
-  // 1. Missing fields, and no task record: baton_v2_dequeue buries it.
-  auto r1 = redis_.Command({"XADD", stream, "*", "id", "raw-1", "payload", "{}"});
+  // 1. A missing field (no payload), and no task record: baton_v2_dequeue buries it under the
+  // id of its task field.
+  auto r1 = redis_.Command(
+      {"XADD", stream, "*", "task", WorkEntryTask("raw-1", "3", "0", "1722489600", "", "0", "")});
   ASSERT_EQ(r1->type, REDIS_REPLY_STRING);
-  // 2. and 3. All fields and a record, but a payload that is not a JSON object: the worker's
+  // 1b. An entry in another format altogether (one field per value, no task field): buried too,
+  // under malformed-SID since it names no task id the functions can read.
+  auto r1b = redis_.Command({"XADD", stream, "*", "id", "raw-2", "payload", "{}"});
+  ASSERT_EQ(r1b->type, REDIS_REPLY_STRING);
+  const std::string foreign = "malformed-" + std::string(r1b->str, r1b->len);
+  // 2. and 3. Both fields and a record, but a payload that is not a JSON object: the worker's
   // decoder refuses it and fails it as malformed.
   auto add_with_record = [&](const std::string& id, const std::string& payload) {
-    auto r = redis_.Command({"XADD", stream, "*", "id", id, "payload", payload, "max_retry", "3",
-                             "delay_seconds", "0", "created_at", "1722489600", "execution_timeout",
-                             "", "extra", "", "attempt", "0"});
+    auto r = redis_.Command({"XADD", stream, "*", "task",
+                             WorkEntryTask(id, "3", "0", "1722489600", "", "0", ""), "payload",
+                             payload});
     ASSERT_EQ(r->type, REDIS_REPLY_STRING);
     std::string sid(r->str, r->len);
     redis_.Command({"HSET", keys().Tasks(), id, "queued|m|0|" + sid});
@@ -190,7 +201,16 @@ TEST_F(WorkerTest, MalformedEntriesGoToTheDeadLetterQueue) {
   ASSERT_TRUE(WaitUntil([&] { return IsDone(good); }));
   ASSERT_TRUE(WaitUntil([&] { return IsDead("m", "bad-json") && IsDead("m", "not-object"); }));
   EXPECT_TRUE(IsDead("m", "raw-1"));
-  for (const char* id : {"raw-1", "bad-json", "not-object"}) {
+  EXPECT_TRUE(IsDead("m", foreign));
+  EXPECT_FALSE(IsDead("m", "raw-2"));
+  EXPECT_NE(Errors("raw-1")[0]["error"].get<std::string>().find("missing field payload"),
+            std::string::npos)
+      << Errors("raw-1").dump();
+  EXPECT_NE(Errors(foreign)[0]["error"].get<std::string>().find("missing field task"),
+            std::string::npos)
+      << Errors(foreign).dump();
+  for (const std::string& id :
+       {std::string("raw-1"), foreign, std::string("bad-json"), std::string("not-object")}) {
     nlohmann::json errors = Errors(id);
     ASSERT_EQ(errors.size(), 1u) << id << " " << errors.dump();
     EXPECT_EQ(errors[0]["kind"], "malformed") << id;

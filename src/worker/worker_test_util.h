@@ -121,10 +121,36 @@ class WorkerTest : public ::testing::Test {
     }
     return std::nullopt;
   }
-  // The lease deadline of a task (Unix ms, Redis' clock), -1 when it holds no lease.
+  // When a task's lease ends (Unix ms, Redis' clock), -1 when it holds no lease (not pending in
+  // the group "baton"): its entry's delivery time in the group (reset by every heartbeat) plus
+  // the lease length its consumer stored in leases:TYPE (else the namespace's lease_ms, else the
+  // 30 s default).
   long long LeaseDeadline(const std::string& type, const std::string& id) {
-    std::string score = redis_.String({"ZSCORE", keys().Leases(type), id});
-    return score.empty() ? -1 : std::stoll(score);
+    const std::string record = redis_.String({"HGET", keys().Tasks(), id});  // STATE|TYPE|N|SID
+    if (record.rfind("queued|", 0) != 0) return -1;
+    const std::string sid = record.substr(record.rfind('|') + 1);
+    // TIME and XPENDING in one transaction: the idle time is measured at that same instant.
+    redis_.Command({"MULTI"});
+    redis_.Command({"TIME"});
+    redis_.Command({"XPENDING", keys().Stream(type), "baton", sid, sid, "1"});
+    auto exec = redis_.Command({"EXEC"});
+    if (exec->type != REDIS_REPLY_ARRAY || exec->elements != 2) return -1;
+    const redisReply* time = exec->element[0];
+    const redisReply* pending = exec->element[1];
+    if (pending->type != REDIS_REPLY_ARRAY || pending->elements == 0) return -1;
+    const long long now =
+        std::stoll(time->element[0]->str) * 1000 + std::stoll(time->element[1]->str) / 1000;
+    const std::string consumer = pending->element[0]->element[1]->str;
+    const long long idle = pending->element[0]->element[2]->integer;
+    long long lease = 30000;
+    for (const std::string& text : {redis_.String({"HGET", keys().Leases(type), consumer}),
+                                    redis_.String({"HGET", keys().Config(), "lease_ms"})}) {
+      if (!text.empty() && std::stoll(text) >= 1000 && std::stoll(text) <= 86400000) {
+        lease = std::stoll(text);
+        break;
+      }
+    }
+    return now - idle + lease;
   }
   // Redis' clock, Unix ms.
   long long RedisNowMs() {

@@ -21,6 +21,7 @@
 #include "broker/functions.h"
 #include "core/keys.h"
 #include "harness/redis_server.h"
+#include "harness/work_entry.h"
 #include "scheduler/scheduler_test_util.h"
 
 namespace baton::e2e {
@@ -90,6 +91,8 @@ class Batond {
 struct StreamEntry {
   std::string sid;
   std::int64_t ms = 0;  // the entry id's time: when it was added (Redis clock)
+  // task, payload, and the parts of task by name: id, max_retry, ..., attempt, extra
+  // (harness/work_entry.h).
   std::map<std::string, std::string> fields;
 };
 
@@ -112,10 +115,7 @@ class BatondTest : public ::testing::Test {
       StreamEntry e;
       e.sid = Str(reply->element[i]->element[0]);
       e.ms = std::stoll(e.sid.substr(0, e.sid.find('-')));
-      redisReply* kv = reply->element[i]->element[1];
-      for (std::size_t j = 0; j + 1 < kv->elements; j += 2) {
-        e.fields[Str(kv->element[j])] = Str(kv->element[j + 1]);
-      }
+      e.fields = baton::testing::WorkEntryFields(reply->element[i]->element[1]);
       out.push_back(std::move(e));
     }
     return out;
@@ -203,6 +203,33 @@ class BatondTest : public ::testing::Test {
     auto due = r->element[1]->type == REDIS_REPLY_INTEGER ? r->element[1]->integer
                                                           : std::stoll(Str(r->element[1]));
     return {Str(r->element[0]), due};
+  }
+
+  // When the lease of the entry `sid` held in `group` ends (Unix ms, Redis clock; -1 when it is
+  // not pending): its delivery time (reset by each heartbeat) plus its consumer's lease length
+  // (leases:TYPE, else the namespace's lease_ms, else 30 s).
+  std::int64_t LeaseEnd(const std::string& type, const std::string& group, const std::string& sid,
+                        const std::string& ns = kNs) {
+    redis_.Command({"MULTI"});
+    redis_.Command({"TIME"});
+    redis_.Command({"XPENDING", Keys(ns).Stream(type), group, sid, sid, "1"});
+    auto exec = redis_.Command({"EXEC"});
+    if (exec->type != REDIS_REPLY_ARRAY || exec->elements != 2) return -1;
+    const redisReply* pending = exec->element[1];
+    if (pending->type != REDIS_REPLY_ARRAY || pending->elements == 0) return -1;
+    const std::int64_t now = std::stoll(Str(exec->element[0]->element[0])) * 1000 +
+                             std::stoll(Str(exec->element[0]->element[1])) / 1000;
+    const std::string consumer = Str(pending->element[0]->element[1]);
+    const std::int64_t idle = pending->element[0]->element[2]->integer;
+    std::int64_t lease = 30000;
+    for (const std::string& text : {redis_.String({"HGET", Keys(ns).Leases(type), consumer}),
+                                    redis_.String({"HGET", Keys(ns).Config(), "lease_ms"})}) {
+      if (!text.empty() && std::stoll(text) >= 1000 && std::stoll(text) <= 86400000) {
+        lease = std::stoll(text);
+        break;
+      }
+    }
+    return now - idle + lease;
   }
 
   std::string Record(const std::string& id, const std::string& ns = kNs) {

@@ -21,6 +21,7 @@ raise BatonError, a redis ResponseError that also carries the contract code (inv
 import dataclasses
 import json
 import pathlib
+import re
 import time
 import typing
 
@@ -32,6 +33,7 @@ LIBRARY = gen.LIBRARY
 LIBRARY_VERSION = gen.VERSION
 DEFAULT_BASE_MS = 2000
 DEFAULT_MAX_MS = 600000
+LEASE_MS_RANGE = (1000, 86400000)  # lease_ms of dequeue and extend (0 there: the namespace's)
 WAKEUP_CHANNEL = gen.CHANNELS["wakeup"]
 TYPES_CHANNEL = gen.CHANNELS["types"]
 NAMESPACES_KEY = gen.GLOBAL_KEYS["namespaces"]
@@ -245,8 +247,16 @@ class Reclaimed(typing.NamedTuple):
     reclaimed: int
     retried: int
     dead: int
-    next_deadline_ms: int  # -1: no lease left
+    next_deadline_ms: int  # the earliest lease end left; -1: nothing pending
     now_ms: int
+
+
+class Lease(typing.NamedTuple):
+    """The lease of an active task, read from the consumer group (docs/keyspace.md, "Leases")."""
+    consumer: str  # the holder
+    lease_ms: int  # the holder's lease length
+    deliveries: int  # times the entry was delivered (extend keeps it)
+    ends_ms: int  # delivery time + lease_ms (Unix ms, Redis clock)
 
 
 class RescueFinished(typing.NamedTuple):
@@ -385,7 +395,9 @@ class Baton:
              "reaper": reaper}))
 
     def extend(self, task_type, group, consumer, tasks, lease_ms=0):
-        """tasks: [(id, SID)]. Moves their lease deadline; returns the SIDs still held."""
+        """tasks: [(id, SID)]. Renews their leases (they end lease_ms from now; lease_ms becomes
+        the consumer's lease length, 0: the namespace's lease_ms); returns the SIDs still
+        held."""
         reply = self._call("baton_v2_extend", task_type,
                            {"group": group, "consumer": consumer, "lease_ms": lease_ms},
                            [{"id": i, "sid": s} for i, s in tasks])
@@ -447,6 +459,33 @@ class Baton:
             return None
         state, task_type, attempts, worker = _s(v).split("|", 3)
         return state, task_type, int(attempts), worker
+
+    def lease(self, task_type, group, sid):
+        """The Lease of the entry SID pending in group, or None when it is not pending. It ends
+        at its delivery time (now - idle, from XPENDING) + its consumer's lease length
+        (HGET leases:TYPE consumer when an integer in LEASE_MS_RANGE, else the namespace's
+        lease_ms). TIME and XPENDING run in one MULTI; the idle time is read a moment after the
+        clock, so the end can come out a little early (a millisecond as a rule), never late."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.time()
+        pipe.xpending_range(self.keys.stream(task_type), group, sid, sid, 1)
+        (sec, usec), pending = pipe.execute(raise_on_error=False)
+        if isinstance(pending, redis.exceptions.ResponseError):
+            if str(pending).startswith("NOGROUP"):
+                return None  # no such group (or stream): nothing is pending in it
+            raise pending
+        if not pending:
+            return None
+        p = pending[0]
+        consumer, idle_ms = _s(p["consumer"]), p["time_since_delivered"]
+        stored = _s(self.r.hget(self.keys.leases(task_type), consumer) or b"")
+        lo, hi = LEASE_MS_RANGE
+        if re.fullmatch(r"[0-9]{1,15}", stored) and lo <= int(stored) <= hi:
+            lease_ms = int(stored)
+        else:
+            lease_ms = self.configure()["lease_ms"]
+        now_ms = sec * 1000 + usec // 1000
+        return Lease(consumer, lease_ms, p["times_delivered"], now_ms - idle_ms + lease_ms)
 
     def body(self, task_id):
         """The body of a task that is not in a stream, as a dict of str, or None."""

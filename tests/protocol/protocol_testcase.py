@@ -15,6 +15,7 @@ TYPE = "send_email"
 GROUP = "workers"
 CREATED = 1722489600
 FAST = dict(base_ms=10, max_ms=40)  # retries come due within milliseconds
+LEASE_CLOCK_SKEW_MS = 10  # see ProtocolTestCase.assert_lease_end
 
 
 def resp_command(*args):
@@ -101,15 +102,45 @@ class ProtocolTestCase(unittest.TestCase):
                            **kwargs)
 
     def lease(self, task_id, task_type=TYPE):
-        """The lease deadline (ms) of a task, or None."""
-        score = self.r.zscore(self.k.leases(task_type), task_id)
-        return None if score is None else int(score)
+        """The lease end (ms) of an active task (queued and pending in GROUP), or None. Derived
+        from the consumer group as docs/keyspace.md "Leases" says: delivery time (now - idle) +
+        the holder's lease length; see assert_lease_end for its precision."""
+        record = self.b.record(task_id)
+        if record is None or record[0] != "queued":
+            return None
+        held = self.b.lease(task_type, GROUP, record[3])
+        return None if held is None else held.ends_ms
+
+    def assert_lease_end(self, value, earliest, latest):
+        """Asserts that value, a lease end derived from the consumer group (self.lease, the
+        next_deadline_ms or the error text of baton_v2_reclaim, the C++ inspector's), is that of
+        a lease known to end between earliest and latest. The group keeps the delivery time and
+        gives it back as an idle time measured a moment after the clock was read (TIME), so a
+        derived end comes out a little early (a millisecond as a rule, up to
+        LEASE_CLOCK_SKEW_MS here), never late."""
+        self.assertTrue(earliest - LEASE_CLOCK_SKEW_MS <= value <= latest,
+                        (value, earliest, latest))
+
+    def set_idle(self, sid, idle_ms, task_type=TYPE):
+        """Sets the delivery time of a pending entry idle_ms in the past, keeping its holder and
+        delivery count (XCLAIM to the holder ... IDLE ms JUSTID), as if it had been delivered or
+        last heartbeated that long ago."""
+        (p,) = self.r.xpending_range(self.k.stream(task_type), GROUP, sid, sid, 1)
+        self.r.xclaim(self.k.stream(task_type), GROUP, p["consumer"], 0, [sid], idle=idle_ms,
+                      justid=True)
 
     def expire_lease(self, task_id, ago_ms=1000):
-        """Moves a lease deadline into the past, as if the holder had stopped heartbeating that
-        long ago (the real-time runs are in LeaseTest)."""
-        self.assertIsNotNone(self.lease(task_id), f"{task_id} holds no lease")
-        self.r.zadd(self.k.leases(TYPE), {task_id: self.now_ms() - ago_ms}, xx=True)
+        """Makes a task's lease end ago_ms in the past, as if its holder had stopped
+        heartbeating that long ago: its entry's idle time becomes the holder's lease length +
+        ago_ms (the real-time runs are in LeaseTest)."""
+        record = self.b.record(task_id)
+        held = record and self.b.lease(TYPE, GROUP, record[3])
+        self.assertTrue(held, f"{task_id} holds no lease")
+        self.set_idle(record[3], held.lease_ms + ago_ms)
+
+    def leases(self, task_type=TYPE):
+        """The leases hash: consumer -> lease length (ms)."""
+        return {c.decode(): int(v) for c, v in self.r.hgetall(self.k.leases(task_type)).items()}
 
     def kill(self, task_id, **kwargs):
         """Enqueues task_id with no retry, runs it once and fails it: it is dead."""

@@ -107,7 +107,7 @@ class InteropTest(ProtocolTestCase):
                 self.assertEqual(task["namespace"], "interop")
                 self.assertEqual(task["headers"], {"from": "python"})  # unknown field kept
         self.assertEqual(self.r.hlen(ns_b.keys.tasks()), 0)
-        self.assertEqual(self.r.zcard(ns_b.keys.leases("py2cpp")), 0)
+        self.assertEqual(self.r.xpending(ns_b.keys.stream("py2cpp"), GROUP)["pending"], 0)
         # The C++ worker's acks are batch events that list the Python producer's ids.
         acked = {i for e in ns_b.events() if e["to"] == "done" for i in e["ids"]}
         self.assertEqual(acked, set(payloads))
@@ -122,10 +122,11 @@ class InteropTest(ProtocolTestCase):
         delivery = ns_b.dequeue("cpp2py", GROUP, "python-consumer", 10, lease_ms=60000)
         self.assertEqual(sorted(e.id for e in delivery.entries), sorted(ids))
         by_id = {e.id: e for e in delivery.entries}
-        # The C++ side sees the lease Python took.
+        # The C++ side sees the lease Python took (derived from the group's delivery time).
         shown = self.show(ids[0])
         self.assertEqual(shown["state"], "active")
-        self.assertEqual(shown["lease_deadline_ms"], delivery.lease_deadline_ms)
+        self.assert_lease_end(shown["lease_deadline_ms"], delivery.lease_deadline_ms,
+                              delivery.lease_deadline_ms)
         ok, bad = ids[:2], ids[2:]
         self.assertEqual(ns_b.ack("cpp2py", GROUP, "python-consumer",
                                   [(t, by_id[t].sid) for t in ok]), ["done", "done"])
@@ -149,10 +150,11 @@ class InteropTest(ProtocolTestCase):
         ns_b = bp.Baton(self.r, "interop")
         ns_b.enqueue("leases", [bp.TaskSpec(id="held"), bp.TaskSpec(id="abandoned",
                                                                       max_retry=0)])
-        (held,) = ns_b.dequeue("leases", GROUP, "python-holder", 1, lease_ms=60000).entries
-        (abandoned,) = ns_b.dequeue("leases", GROUP, "python-holder", 1, lease_ms=1000).entries
+        # A lease length is per consumer: the holder and the one that goes away are two.
+        holder = ns_b.dequeue("leases", GROUP, "python-holder", 1, lease_ms=60000)
+        (held,) = holder.entries
+        (abandoned,) = ns_b.dequeue("leases", GROUP, "python-gone", 1, lease_ms=1000).entries
         self.assertEqual((held.id, abandoned.id), ("held", "abandoned"))
-        held_deadline = self.r.zscore(ns_b.keys.leases("leases"), "held")
         ns_b.enqueue("leases", [bp.TaskSpec(id="fresh")])
         # A C++ worker with maintenance on and a lease far shorter than Python's own.
         worker = self.start_worker("leases", "true", "--lease-ms", "1000")
@@ -166,10 +168,12 @@ class InteropTest(ProtocolTestCase):
         self.assertTrue(reclaimed, ns_b.record("abandoned"))
         self.assertTrue(ran)
         (err,) = ns_b.errors("abandoned")
-        self.assertEqual((err["kind"], err["worker"]), ("lease_expired", "python-holder"))
-        # The task Python still holds was never taken, whoever ran maintenance.
+        self.assertEqual((err["kind"], err["worker"]), ("lease_expired", "python-gone"))
+        # The task Python still holds was never taken, nor renewed, whoever ran maintenance.
         self.assertEqual(ns_b.record("held"), ("queued", "leases", 0, held.sid))
-        self.assertEqual(self.r.zscore(ns_b.keys.leases("leases"), "held"), held_deadline)
+        lease = ns_b.lease("leases", GROUP, held.sid)
+        self.assertEqual(lease[:3], ("python-holder", 60000, 1))
+        self.assert_lease_end(lease.ends_ms, holder.lease_deadline_ms, holder.lease_deadline_ms)
         self.assertIsNone(ns_b.errors("held"))
         pending = self.r.xpending_range(ns_b.keys.stream("leases"), GROUP, held.sid, held.sid, 1)
         self.assertEqual(pending[0]["consumer"], b"python-holder")

@@ -95,11 +95,11 @@ class EnqueueTest(ProtocolTestCase):
         self.assertEqual(len(entries), 1)
         entry_id, fields = entries[0]
         self.assertEqual(entry_id.decode(), sid)
+        # Two fields, in this order: task 'ID|MAX_RETRY|DELAY_SECONDS|CREATED_AT|
+        # EXECUTION_TIMEOUT|ATTEMPT|EXTRA' and the payload bytes.
         self.assertEqual(list(fields.items()), [
-            (b"id", b"t1"), (b"payload", b'{"to":"a@example.com"}'), (b"max_retry", b"2"),
-            (b"delay_seconds", b"0"), (b"created_at", str(CREATED).encode()),
-            (b"execution_timeout", b"30"), (b"extra", b'{"headers":{"a":"b"}}'),
-            (b"attempt", b"0")])
+            (b"task", b't1|2|0|%d|30|0|{"headers":{"a":"b"}}' % CREATED),
+            (b"payload", b'{"to":"a@example.com"}')])
         self.assertEqual(self.r.smembers(self.k.types()), {TYPE.encode()})
         self.assertTrue(self.k.stream(TYPE).startswith("baton:v2:{shop}:"))
         self.assert_event(self.last_event("t1"), "new", "queued", 0, ids=["t1"])
@@ -339,7 +339,9 @@ class DequeueAckTest(ProtocolTestCase):
                                      attempt=0))
         self.assertEqual(delivery.last_id, "")
         self.assertTrue(before + 5000 <= delivery.lease_deadline_ms <= after + 5000, delivery)
-        self.assertEqual(self.lease("t1"), delivery.lease_deadline_ms)
+        # The lease ends at the delivery time in the group + the consumer's lease length.
+        self.assertEqual(self.leases(), {"worker-a": 5000})
+        self.assert_lease_end(self.lease("t1"), before + 5000, delivery.lease_deadline_ms)
         self.assert_event(self.last_event("t1"), "queued", "active", 1, "worker-a", ids=["t1"])
         doc = json.loads(bp.task_document(NS, TYPE, e))
         self.assertEqual(doc, {"task_id": "t1", "namespace": NS, "task_type": TYPE,
@@ -354,11 +356,16 @@ class DequeueAckTest(ProtocolTestCase):
         d1 = self.b.dequeue(TYPE, GROUP, "c1", 1)
         self.assertTrue(before + gen.NAMESPACE_DEFAULTS["lease_ms"] <= d1.lease_deadline_ms
                         <= self.now_ms() + gen.NAMESPACE_DEFAULTS["lease_ms"], d1)
+        self.assertEqual(self.leases(), {"c1": gen.NAMESPACE_DEFAULTS["lease_ms"]})
         self.b.configure(lease_ms=7000)
         before = self.now_ms()
         d2 = self.b.dequeue(TYPE, GROUP, "c1", 1)
         self.assertTrue(before + 7000 <= d2.lease_deadline_ms <= self.now_ms() + 7000, d2)
-        self.assertEqual(self.lease("t2"), d2.lease_deadline_ms)
+        # The resolved length is stored: a later change of the setting does not move it.
+        self.assertEqual(self.leases(), {"c1": 7000})
+        self.assert_lease_end(self.lease("t2"), before + 7000, d2.lease_deadline_ms)
+        self.b.configure(lease_ms=9000)
+        self.assert_lease_end(self.lease("t2"), before + 7000, d2.lease_deadline_ms)
 
     def test_lease_out_of_range_is_refused(self):
         self.enqueue("t1")
@@ -433,11 +440,14 @@ class DequeueAckTest(ProtocolTestCase):
         self.assertEqual({s for s, _ in results}, {"queued"})
         entries = self.dequeue(count=1000) + self.dequeue(count=1000)
         self.assertEqual(len(entries), n)
-        self.assertEqual(self.r.zcard(self.k.leases(TYPE)), n)
+        # n leases, and nothing stored per task: one lease length for the one consumer.
+        self.assertEqual(self.pending(), n)
+        lease_ms = gen.NAMESPACE_DEFAULTS["lease_ms"]
+        self.assertEqual(self.leases(), {"c1": lease_ms})
         self.assertEqual(self.ack(entries), ["done"] * n)
         self.assertEqual((self.r.hlen(self.k.tasks()), self.r.xlen(self.k.stream(TYPE)),
-                          self.pending(), self.r.zcard(self.k.leases(TYPE)),
-                          self.r.zcard(self.k.done())), (0, 0, 0, 0, n))
+                          self.pending(), self.r.zcard(self.k.done())), (0, 0, 0, n))
+        self.assertEqual(self.leases(), {"c1": lease_ms})
         self.assertEqual(len(self.b.events()[-1]["ids"]), n)
 
     def test_same_task_twice_in_one_ack_batch(self):
@@ -513,7 +523,8 @@ class PromoteTest(ProtocolTestCase):
         for t in threads:
             t.join()
         self.assertEqual(sum(counts), n)
-        ids = [f[b"id"].decode() for _, f in self.r.xrange(self.k.stream(TYPE))]
+        ids = [f[b"task"].decode().split("|", 1)[0]
+               for _, f in self.r.xrange(self.k.stream(TYPE))]
         self.assertEqual(sorted(ids), sorted(f"t{j}" for j in range(n)))
         self.assertEqual(self.r.zcard(self.k.scheduled(TYPE)), 0)
         self.assertEqual(self.r.hlen(self.k.bodies()), 0)

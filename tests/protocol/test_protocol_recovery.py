@@ -10,6 +10,7 @@ import re
 import time
 import unittest
 
+import baton_generated as gen
 import baton_protocol as bp
 from protocol_testcase import CREATED, FAST, GROUP, NS, TYPE, ProtocolTestCase
 
@@ -254,9 +255,7 @@ class DeadLetterTest(ProtocolTestCase):
         self.assertEqual(self.snapshot(), before)
 
     def test_a_malformed_payload_can_be_replayed_with_a_new_one(self):
-        fields = {"id": "m1", "max_retry": "2", "delay_seconds": "0",
-                  "created_at": str(CREATED), "execution_timeout": "", "extra": "",
-                  "attempt": "0"}  # no payload
+        fields = {"task": f"m1|2|0|{CREATED}||0|"}  # no payload
         self.r.xadd(self.k.stream(TYPE), fields)
         self.assertEqual(self.dequeue(), [])
         self.assertEqual(self.b.record("m1")[0], "dead")
@@ -273,23 +272,33 @@ class DeadLetterTest(ProtocolTestCase):
 
 class LeaseTest(ProtocolTestCase):
     def test_reclaim_never_takes_a_live_lease_whoever_calls(self):
+        # The namespace's lease and another consumer's are short; the holder asked for 60 s.
+        self.b.configure(lease_ms=1000)
+        self.enqueue("q1")
+        quick = self.b.dequeue(TYPE, GROUP, "quick", 1, lease_ms=1000).entries
+        self.assertEqual(self.ack(quick, "quick"), ["done"])
         self.enqueue("t1", max_retry=1)
         delivery = self.b.dequeue(TYPE, GROUP, "holder", 1, lease_ms=60000)
         (e,) = delivery.entries
-        # XPENDING idle time is not the lease: even an entry idle for an hour stays.
-        self.r.xclaim(self.k.stream(TYPE), GROUP, "holder", 0, [e.sid], idle=3600000,
-                      justid=True)
+        self.assertEqual(self.leases(), {"quick": 1000, "holder": 60000})
+        # Delivered 5 s ago: idle past every lease length but the holder's own.
+        before = self.now_ms()
+        self.set_idle(e.sid, 5000)
+        after = self.now_ms()
         (p,) = self.r.xpending_range(self.k.stream(TYPE), GROUP, "-", "+", 10)
-        self.assertGreaterEqual(p["time_since_delivered"], 3600000)
-        before = self.snapshot()
+        self.assertGreaterEqual(p["time_since_delivered"], 5000)
+        before_snapshot = self.snapshot()
         for count, base, cap, seed, reaper in ((1, 0, 0, 0, "r1"), (1000, 1, 1, 99, "r2"),
                                                (10, 2000, 600000, 7, "holder")):
             caller = bp.Baton(self.server.client(), NS)
             reply = caller.reclaim(TYPE, count, base, cap, seed, reaper)
             caller.r.close()
-            self.assertEqual(reply[:4], (0, 0, 0, delivery.lease_deadline_ms))
-            self.assertLess(reply.now_ms, delivery.lease_deadline_ms)
-        self.assertEqual(self.snapshot(), before)
+            self.assertEqual(reply[:3], (0, 0, 0))
+            # The next deadline is the holder's: delivered 5 s ago, plus its 60 s.
+            self.assert_lease_end(reply.next_deadline_ms, before - 5000 + 60000,
+                                  after - 5000 + 60000)
+            self.assertLess(reply.now_ms, reply.next_deadline_ms)
+        self.assertEqual(self.snapshot(), before_snapshot)
         self.assertEqual(self.b.record("t1"), ("queued", TYPE, 0, e.sid))
 
     def test_extend_moves_the_deadline_and_reclaim_takes_the_task_after_it(self):
@@ -300,17 +309,23 @@ class LeaseTest(ProtocolTestCase):
         time.sleep(0.5)
         before = self.now_ms()
         self.assertEqual(self.b.extend(TYPE, GROUP, "holder", [(e.id, e.sid)], 1000), [e.sid])
-        second = self.lease("t1")
-        self.assertTrue(before + 1000 <= second <= self.now_ms() + 1000, (first, second))
+        after = self.now_ms()
+        # Extend resets the delivery time (not the delivery count): the lease ends 1 s from the
+        # extend, past the first deadline.
+        held = self.b.lease(TYPE, GROUP, e.sid)
+        self.assertEqual((held.consumer, held.lease_ms, held.deliveries), ("holder", 1000, 1))
+        self.assert_lease_end(held.ends_ms, before + 1000, after + 1000)
+        self.assertGreater(before + 1000, first)
         self.sleep_until(first + 20)
         # The first deadline passed, the moved one did not: nothing is taken.
         reply = self.b.reclaim(TYPE, 10, **FAST)
-        self.assertEqual(reply[:4], (0, 0, 0, second))
+        self.assertEqual(reply[:3], (0, 0, 0))
+        self.assert_lease_end(reply.next_deadline_ms, before + 1000, after + 1000)
         self.assertEqual(self.b.record("t1"), ("queued", TYPE, 0, e.sid))
-        self.sleep_until(second)
+        self.sleep_until(after + 1000)
         reply = self.b.reclaim(TYPE, 10, reaper="reaper-1", **FAST)
         self.assertEqual(reply[:4], (1, 1, 0, -1))
-        self.assertGreater(reply.now_ms, second)
+        self.assertGreater(reply.now_ms, after + 1000)
         self.assertEqual(self.b.record("t1")[:3], ("retry", TYPE, 1))
         self.assertIsNone(self.lease("t1"))
         self.assertEqual(self.pending(), 0)
@@ -319,11 +334,62 @@ class LeaseTest(ProtocolTestCase):
         m = re.fullmatch(r"lease expired at (\d+) \((\d+) ms ago\) on consumer holder",
                          err["error"])
         self.assertIsNotNone(m, err["error"])
-        self.assertEqual(int(m.group(1)), second)
+        self.assert_lease_end(int(m.group(1)), before + 1000, after + 1000)
+        self.assertEqual(int(m.group(1)) + int(m.group(2)), reply.now_ms)
         self.assert_event(self.last_event("t1"), "active", "retry", 1, "reaper-1", err["error"])
         # The holder learns it lost the task: extend no longer lists it, fail is stale.
         self.assertEqual(self.b.extend(TYPE, GROUP, "holder", [(e.id, e.sid)]), [])
         self.assertEqual(self.fail_task(e, consumer="holder"), ("stale", "", 0))
+
+    def test_reclaim_honours_each_consumers_own_lease_length(self):
+        self.b.enqueue(TYPE, [self.spec("t1"), self.spec("t2")])
+        before = self.now_ms()
+        short = self.b.dequeue(TYPE, GROUP, "short", 1, lease_ms=1000)
+        long = self.b.dequeue(TYPE, GROUP, "long", 1, lease_ms=60000)
+        self.assertEqual(self.leases(), {"short": 1000, "long": 60000})
+        reply = self.b.reclaim(TYPE, 10)
+        self.assertEqual(reply[:3], (0, 0, 0))
+        self.assert_lease_end(reply.next_deadline_ms, before + 1000, short.lease_deadline_ms)
+        self.sleep_until(short.lease_deadline_ms)
+        # Past the short lease: only its task is taken back; the long one runs 59 s more.
+        reply = self.b.reclaim(TYPE, 10, reaper="reaper-1", **FAST)
+        self.assertEqual(reply[:3], (1, 1, 0))
+        self.assert_lease_end(reply.next_deadline_ms, before + 60000, long.lease_deadline_ms)
+        self.assertEqual(self.b.record("t1")[:3], ("retry", TYPE, 1))
+        (err,) = self.b.errors("t1")
+        self.assertEqual((err["kind"], err["worker"]), ("lease_expired", "short"))
+        (kept,) = long.entries
+        self.assertEqual(self.b.record("t2"), ("queued", TYPE, 0, kept.sid))
+        self.assertEqual(self.b.lease(TYPE, GROUP, kept.sid)[:3], ("long", 60000, 1))
+
+    def test_a_consumers_lease_length_is_the_last_it_asked_for_every_task_it_holds(self):
+        self.b.enqueue(TYPE, [self.spec("t1"), self.spec("t2")])
+        (e1,) = self.b.dequeue(TYPE, GROUP, "c1", 1, lease_ms=60000).entries
+        self.assertEqual(self.leases(), {"c1": 60000})
+        self.set_idle(e1.sid, 5000)  # delivered 5 s ago: within its 60 s
+        self.assertEqual(self.b.reclaim(TYPE, 10)[:3], (0, 0, 0))
+        # c1 asks for 2 s in its next dequeue: from now on, for every task it holds.
+        before = self.now_ms()
+        d2 = self.b.dequeue(TYPE, GROUP, "c1", 1, lease_ms=2000)
+        (e2,) = d2.entries
+        self.assertEqual(self.leases(), {"c1": 2000})
+        reply = self.b.reclaim(TYPE, 10, **FAST)
+        self.assertEqual(reply[:3], (1, 1, 0))  # t1, idle 5 s; not t2, just delivered
+        self.assertEqual(self.b.record("t1")[0], "retry")
+        self.assert_lease_end(reply.next_deadline_ms, before + 2000, d2.lease_deadline_ms)
+        # Extend sets it too; 0 stores the namespace's setting as a number.
+        self.assertEqual(self.b.extend(TYPE, GROUP, "c1", [(e2.id, e2.sid)], 7000), [e2.sid])
+        self.assertEqual(self.leases(), {"c1": 7000})
+        self.b.configure(lease_ms=4000)
+        self.assertEqual(self.b.extend(TYPE, GROUP, "c1", [(e2.id, e2.sid)]), [e2.sid])
+        self.assertEqual(self.leases(), {"c1": 4000})
+        # A length out of range (written by hand) counts as the namespace's lease_ms (4 s).
+        self.r.hset(self.k.leases(TYPE), "c1", "5")
+        self.set_idle(e2.sid, 3000)
+        self.assertEqual(self.b.reclaim(TYPE, 10, **FAST)[:3], (0, 0, 0))
+        self.set_idle(e2.sid, 4100)
+        self.assertEqual(self.b.reclaim(TYPE, 10, **FAST)[:3], (1, 1, 0))
+        self.assertEqual(self.b.record("t2")[0], "retry")
 
     def test_reclaim_follows_the_retry_policy(self):
         self.enqueue("t1", max_retry=1)
@@ -349,8 +415,12 @@ class LeaseTest(ProtocolTestCase):
         self.assertEqual(reply[:3], (2, 2, 0))
         self.assertLessEqual(reply.next_deadline_ms, reply.now_ms)  # more expired: call again
         reply = self.b.reclaim(TYPE, 10, seed=8, **FAST)
-        self.assertEqual(reply[:4], (3, 3, 0, live.lease_deadline_ms))
-        self.assertEqual(self.r.zcard(self.k.leases(TYPE)), 1)
+        self.assertEqual(reply[:3], (3, 3, 0))
+        self.assert_lease_end(reply.next_deadline_ms, live.lease_deadline_ms,
+                              live.lease_deadline_ms)
+        (p,) = self.r.xpending_range(self.k.stream(TYPE), GROUP, "-", "+", 10)
+        self.assertEqual((p["message_id"].decode(), p["consumer"]),
+                         (live.entries[0].sid, b"c2"))
 
     def test_a_batch_of_reclaims_gets_different_jitter(self):
         self.b.enqueue(TYPE, [self.spec(f"t{i}") for i in range(4)])
@@ -365,17 +435,24 @@ class LeaseTest(ProtocolTestCase):
     def test_extend_holds_only_the_callers_tasks(self):
         self.b.enqueue(TYPE, [self.spec("t1"), self.spec("t2"), self.spec("t3")])
         mine = self.b.dequeue(TYPE, GROUP, "me", 2, lease_ms=2000).entries
-        other = self.b.dequeue(TYPE, GROUP, "other", 1, lease_ms=2000).entries[0]
-        other_deadline = self.lease("t3")
+        before_other = self.now_ms()
+        other_delivery = self.b.dequeue(TYPE, GROUP, "other", 1, lease_ms=2000)
+        other = other_delivery.entries[0]
         self.b.configure(lease_ms=50000)
+        time.sleep(0.05)  # a renewal of other's entry would move its lease end
         before = self.now_ms()
         tasks = [(e.id, e.sid) for e in mine] + [(other.id, other.sid), ("ghost", "1-1"),
                                                   (mine[0].id, other.sid)]
         held = self.b.extend(TYPE, GROUP, "me", tasks)  # lease 0: the namespace's setting
+        after = self.now_ms()
         self.assertEqual(held, [mine[0].sid, mine[1].sid])
         for e in mine:
-            self.assertTrue(before + 50000 <= self.lease(e.id) <= self.now_ms() + 50000)
-        self.assertEqual(self.lease("t3"), other_deadline)  # never touched, never taken
+            self.assert_lease_end(self.lease(e.id), before + 50000, after + 50000)
+        # The resolved setting became my lease length; other's stays its own.
+        self.assertEqual(self.leases(), {"me": 50000, "other": 2000})
+        # Never touched, never taken.
+        self.assert_lease_end(self.lease("t3"), before_other + 2000,
+                              other_delivery.lease_deadline_ms)
         owners = {p["message_id"].decode(): p["consumer"].decode()
                   for p in self.r.xpending_range(self.k.stream(TYPE), GROUP, "-", "+", 10)}
         self.assertEqual(owners[other.sid], "other")
@@ -390,28 +467,66 @@ class LeaseTest(ProtocolTestCase):
         self.enqueue("t1")
         e = self.dequeue_one("slow")
         self.expire_lease("t1")
+        before = self.now_ms()
         self.assertEqual(self.b.extend(TYPE, GROUP, "slow", [(e.id, e.sid)], 5000), [e.sid])
-        self.assertGreater(self.lease("t1"), self.now_ms())
-        self.assertEqual(self.b.reclaim(TYPE, 10)[:3], (0, 0, 0))
+        after = self.now_ms()
+        held = self.b.lease(TYPE, GROUP, e.sid)
+        self.assertEqual((held.consumer, held.lease_ms, held.deliveries), ("slow", 5000, 1))
+        self.assert_lease_end(held.ends_ms, before + 5000, after + 5000)
+        reply = self.b.reclaim(TYPE, 10)
+        self.assertEqual(reply[:3], (0, 0, 0))
+        self.assert_lease_end(reply.next_deadline_ms, before + 5000, after + 5000)
 
-    def test_a_leased_entry_deleted_from_the_stream_is_recorded_as_lost(self):
+    def test_a_leased_entry_deleted_from_the_stream_is_acked(self):
         self.enqueue("t1", max_retry=3)
-        e = self.dequeue_one("me")
+        self.enqueue("t2")
+        (e,) = self.dequeue("me", count=1, lease_ms=1000)
         self.r.xdel(self.k.stream(TYPE), e.sid)
-        self.expire_lease("t1")
-        self.assertEqual(self.b.reclaim(TYPE, 10, **FAST)[:3], (1, 0, 1))
-        self.assertEqual(self.b.record("t1")[:3], ("dead", TYPE, 1))
-        self.assertIn(f"(stream entry {e.sid} was missing: body lost)",
-                      self.b.errors("t1")[0]["error"])
+        # Its lease runs out for real (an XCLAIM would drop a deleted entry from the PEL itself).
+        self.sleep_until(self.b.lease(TYPE, GROUP, e.sid).ends_ms)
+        events = self.b.events()
+        # Its task id went with the entry: the PEL entry is acked, nothing is counted or buried.
+        self.assertEqual(self.b.reclaim(TYPE, 10, **FAST)[:4], (0, 0, 0, -1))
         self.assertEqual(self.pending(), 0)
+        self.assertEqual(self.b.events(), events)
+        self.assertEqual(self.r.zcard(self.k.dead(TYPE)), 0)
+        self.assertIsNone(self.b.errors("t1"))
+        # The record is left as it was (queued at the deleted entry), the other task runs.
+        self.assertEqual(self.b.record("t1"), ("queued", TYPE, 0, e.sid))
+        self.assertEqual([x.id for x in self.dequeue("me")], ["t2"])
 
-    def test_a_lease_without_a_delivered_task_is_dropped(self):
+    def test_a_lease_length_without_a_delivered_task_takes_nothing(self):
         self.enqueue("t1")
-        self.r.zadd(self.k.leases(TYPE), {"ghost": 1, "t1": 1})  # t1 is queued, not delivered
+        # The group and a consumer exist, lease lengths are stored, but nothing was delivered.
+        self.r.xgroup_create(self.k.stream(TYPE), GROUP, id="0")
+        self.r.execute_command("XGROUP", "CREATECONSUMER", self.k.stream(TYPE), GROUP, "c1")
+        self.r.hset(self.k.leases(TYPE), mapping={"ghost": 1000, "c1": 1000})
+        before = self.snapshot()
         self.assertEqual(self.b.reclaim(TYPE, 10)[:4], (0, 0, 0, -1))
-        self.assertEqual(self.r.zcard(self.k.leases(TYPE)), 0)
+        self.assertEqual(self.snapshot(), before)
         self.assertEqual(self.b.record("t1")[0], "queued")
         self.assertEqual([e.id for e in self.dequeue()], ["t1"])
+
+    def test_a_stale_copy_pending_is_dropped_by_reclaim(self):
+        _, sid = self.enqueue("t1")
+        e = self.dequeue_one("c1")
+        self.assertEqual(e.sid, sid)
+        # A copy of t1 that a foreign tool added and delivered (bypassing dequeue's checks).
+        copy = self.r.xadd(self.k.stream(TYPE), {"task": f"t1|3|0|{CREATED}||0|",
+                                                 "payload": "{}"}).decode()
+        self.r.xreadgroup(GROUP, "rogue", {self.k.stream(TYPE): ">"})
+        self.set_idle(copy, gen.NAMESPACE_DEFAULTS["lease_ms"] + 1000)
+        reply = self.b.reclaim(TYPE, 10, reaper="reaper-1")
+        # Dropped, not counted as a reclaimed task; t1 stays with its holder.
+        self.assertEqual(reply[:3], (0, 0, 0))
+        self.assertEqual(self.r.xrange(self.k.stream(TYPE), copy, copy), [])
+        self.assertEqual([p["message_id"].decode() for p in
+                          self.r.xpending_range(self.k.stream(TYPE), GROUP, "-", "+", 10)],
+                         [sid])
+        self.assertEqual(self.b.record("t1"), ("queued", TYPE, 0, sid))
+        self.assertIsNone(self.b.errors("t1"))
+        self.assert_event(self.last_event("t1"), "queued", "deleted", 0, "reaper-1",
+                          f"stale copy {copy}", ids=["t1"])
 
     def test_stale_ack_after_reclaim_removes_the_waiting_retry(self):
         self.enqueue("t1")
@@ -451,20 +566,30 @@ class MalformedEntryTest(ProtocolTestCase):
     def raw(self, **fields):
         return self.r.xadd(self.k.stream(TYPE), fields).decode()
 
-    def full(self, **overrides):
-        fields = {"id": "x", "payload": "{}", "max_retry": "3", "delay_seconds": "0",
-                  "created_at": str(CREATED), "execution_timeout": "", "extra": "",
-                  "attempt": "0"}
-        fields.update(overrides)
-        return {k: v for k, v in fields.items() if v is not None}
+    TASK_PARTS = ("id", "max_retry", "delay_seconds", "created_at", "execution_timeout",
+                  "attempt", "extra")
+
+    def full(self, payload="{}", **parts):
+        """The fields of an entry as baton_v2_enqueue writes them: task
+        'ID|MAX_RETRY|DELAY_SECONDS|CREATED_AT|EXECUTION_TIMEOUT|ATTEMPT|EXTRA', then payload
+        (left out when None), with the given parts of task replaced."""
+        values = {"id": "x", "max_retry": "3", "delay_seconds": "0",
+                  "created_at": str(CREATED), "execution_timeout": "", "attempt": "0",
+                  "extra": ""}
+        values.update(parts)
+        fields = {"task": "|".join(values[p] for p in self.TASK_PARTS)}
+        if payload is not None:
+            fields["payload"] = payload
+        return fields
 
     def test_malformed_entries_go_to_the_dead_letter_queue_with_a_reason(self):
         self.enqueue("good1")
         sid_missing = self.raw(**self.full(id="m1", payload=None))
         sid_int = self.raw(**self.full(id="m2", max_retry="three"))
         sid_norec = self.raw(**self.full(id="m3"))
-        sid_noid = self.raw(**self.full(id=None))
-        sid_badid = self.raw(**self.full(id="bad id|x"))
+        sid_split = self.raw(task="m4|3|0", payload="{}")
+        sid_notask = self.raw(payload="{}")
+        sid_badid = self.raw(**self.full(id="bad id"))
         self.enqueue("good2")
         delivery = self.b.dequeue(TYPE, GROUP, "c1", 100)
         self.assertEqual([e.id for e in delivery.entries], ["good1", "good2"])
@@ -473,13 +598,15 @@ class MalformedEntryTest(ProtocolTestCase):
             "m1": "missing field payload",
             "m2": "max_retry is not an integer",
             "m3": "no task record for id m3",
-            f"malformed-{sid_noid}": "missing field id",
+            "m4": "field task is not "
+                  "ID|MAX_RETRY|DELAY_SECONDS|CREATED_AT|EXECUTION_TIMEOUT|ATTEMPT|EXTRA",
+            f"malformed-{sid_notask}": "missing field task",
             f"malformed-{sid_badid}": "id is not a valid task id",
         }
         dead = {m.decode() for m in self.r.zrange(self.k.dead(TYPE), 0, -1)}
         self.assertEqual(dead, set(expected))
-        sids = {"m1": sid_missing, "m2": sid_int, "m3": sid_norec,
-                f"malformed-{sid_noid}": sid_noid, f"malformed-{sid_badid}": sid_badid}
+        sids = {"m1": sid_missing, "m2": sid_int, "m3": sid_norec, "m4": sid_split,
+                f"malformed-{sid_notask}": sid_notask, f"malformed-{sid_badid}": sid_badid}
         for task_id, reason in expected.items():
             (err,) = self.b.errors(task_id)
             self.assertEqual(err["kind"], "malformed")
@@ -489,9 +616,31 @@ class MalformedEntryTest(ProtocolTestCase):
                               ids=[task_id])
             self.assertIsNone(self.lease(task_id))
         self.assertEqual(self.b.body("m2")["max_retry"], "three")
-        # Acked and deleted: only the two good tasks remain in the stream, the PEL and leases.
-        self.assertEqual((self.r.xlen(self.k.stream(TYPE)), self.pending(),
-                          self.r.zcard(self.k.leases(TYPE))), (2, 2, 2))
+        # Acked and deleted: only the two good tasks remain in the stream and the PEL.
+        self.assertEqual((self.r.xlen(self.k.stream(TYPE)), self.pending()), (2, 2))
+        self.assertEqual(self.leases(), {"c1": gen.NAMESPACE_DEFAULTS["lease_ms"]})
+
+    def test_the_dead_letter_body_keeps_the_raw_fields(self):
+        known = self.full(id="m2", max_retry="three", extra='{"a":"x|y"}',
+                          payload='{"n":1.10}')
+        self.raw(**known)
+        foreign = {"foo": "bar", "n": "1", "payload": '{"p":1}'}
+        sid_foreign = self.raw(**foreign)
+        sid_split = self.raw(task="m4|3|0", payload="{}")
+        self.assertEqual(self.dequeue(), [])
+        # What splits is kept by name; every field the writer sent is kept under "raw".
+        self.assertEqual(self.b.body("m2"), {
+            "payload": '{"n":1.10}', "max_retry": "three", "delay_seconds": "0",
+            "created_at": str(CREATED), "execution_timeout": "", "extra": '{"a":"x|y"}',
+            "raw": known})
+        empty = {"max_retry": "", "delay_seconds": "", "created_at": "",
+                 "execution_timeout": "", "extra": ""}
+        self.assertEqual(self.b.body(f"malformed-{sid_foreign}"),
+                         dict(empty, payload='{"p":1}', raw=foreign))
+        self.assertEqual(self.b.body("m4"),
+                         dict(empty, payload="{}", raw={"task": "m4|3|0", "payload": "{}"}))
+        self.assertEqual(self.b.record("m4"), ("dead", TYPE, 1, ""))  # the id before the first |
+        self.assertIsNone(self.b.record(f"malformed-{sid_split}"))
 
     def test_created_at_is_checked_on_every_entry(self):
         self.enqueue("good1")
@@ -534,14 +683,16 @@ class MalformedEntryTest(ProtocolTestCase):
         self.r.hset(self.k.tasks(), "m1", f"queued|{TYPE}|0|{sid}")
         self.r.xgroup_create(self.k.stream(TYPE), GROUP, id="0")
         self.r.xreadgroup(GROUP, "rogue", {self.k.stream(TYPE): ">"})  # bypasses the checks
-        self.r.zadd(self.k.leases(TYPE), {"m1": self.now_ms() - 10})
+        # rogue stored no lease length: the namespace's lease_ms is its lease; it ran out.
+        self.set_idle(sid, gen.NAMESPACE_DEFAULTS["lease_ms"] + 10)
         self.assertEqual(self.b.reclaim(TYPE, 10, reaper="reaper-1")[:3], (1, 0, 1))
         (err,) = self.b.errors("m1")
         self.assertEqual((err["kind"], err["error"], err["worker"]),
                          ("malformed", f"malformed stream entry {sid}: attempt is not an integer",
                           "rogue"))
-        self.assertEqual((self.pending(), self.r.zcard(self.k.leases(TYPE))), (0, 0))
+        self.assertEqual((self.pending(), self.r.exists(self.k.leases(TYPE))), (0, 0))
         self.assertEqual(self.b.record("m1")[0], "dead")
+        self.assertEqual(self.b.body("m1")["raw"], self.full(id="m1", attempt="x"))
 
     def test_corrupt_body_surfaces_as_malformed_on_the_next_dequeue(self):
         status, due = self.enqueue("t1", run_at_ms=self.soon_ms())
@@ -554,6 +705,43 @@ class MalformedEntryTest(ProtocolTestCase):
 
 
 class RoundTripTest(ProtocolTestCase):
+    def entry_fields(self, task_id):
+        """The fields of a queued task's stream entry, in order."""
+        sid = self.b.record(task_id)[3]
+        ((_, fields),) = self.r.xrange(self.k.stream(TYPE), sid, sid)
+        return list(fields.items())
+
+    def test_every_writer_writes_the_two_field_entry(self):
+        payload, extra = b'{"to":"a@example.com"}', b'{"k":"a|b","n":1.10}'
+
+        def task(attempt):  # no execution timeout; extra (last) has a |
+            return b"t1|2|0|%d||%d|" % (CREATED, attempt) + extra
+
+        # baton_v2_enqueue
+        self.enqueue("t1", max_retry=2, extra=extra)
+        self.assertEqual(self.entry_fields("t1"), [(b"task", task(0)), (b"payload", payload)])
+        # baton_v2_promote of a delayed task
+        due = self.soon_ms()
+        self.enqueue("t2", execution_timeout=9, run_at_ms=due)
+        self.promote_when_due(due)
+        self.assertEqual(self.entry_fields("t2"), [
+            (b"task", b"t2|3|0|%d|9|0|" % CREATED), (b"payload", payload)])
+        # baton_v2_promote of a retry: the attempt moves on
+        (e,) = self.dequeue(count=1)
+        self.assertEqual((e.id, e.extra, e.execution_timeout), ("t1", extra, None))
+        _, due, _ = self.fail_task(e, **FAST)
+        self.promote_when_due(due)
+        self.assertEqual(self.entry_fields("t1"), [(b"task", task(1)), (b"payload", payload)])
+        # baton_v2_dlq_replay: a fresh budget, a new payload
+        self.assertEqual([x.id for x in self.dequeue(count=1)], ["t2"])
+        e = self.dequeue_one()
+        self.assertEqual(self.fail_task(e, kind="non_retryable")[0], "dead")
+        self.b.dlq_replay(TYPE, "t1", b'{"b":2}')
+        self.assertEqual(self.entry_fields("t1"), [(b"task", task(0)), (b"payload", b'{"b":2}')])
+        e = self.dequeue_one()
+        self.assertEqual((e.id, e.payload, e.extra, e.max_retry, e.attempt),
+                         ("t1", b'{"b":2}', extra, 2, 0))
+
     PAYLOAD = '{"n":12345678901234567890,"f":1.10,"s":"é\\u0000x"}'.encode()
     EXTRA = b'{"trace":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},' \
             b'"future_field":[1.50,{"k":null}],"headers":{"from":"caf\xc3\xa9"}}'

@@ -205,10 +205,14 @@ class UpgradeCoexistenceTest(unittest.TestCase):
             self.assertEqual(b2.final_state(task_id)[0], "done", task_id)
         self.assertEqual({m.decode() for m in self.r.zrange(b2.keys.done(), 0, -1)},
                          set(v2_ids))
-        for k in (v1.Keys(NS).tasks(), b2.keys.tasks(), b2.keys.leases(TYPE)):
+        for k in (v1.Keys(NS).tasks(), b2.keys.tasks()):
             self.assertEqual(self.r.exists(k), 0, k)
         self.assertEqual(self.r.xlen(v1.Keys(NS).stream(TYPE)), 0)
         self.assertEqual(self.r.xlen(b2.keys.stream(TYPE)), 0)
+        # No v2 lease left: nothing pending; the leases hash holds only the worker's length.
+        self.assertEqual(self.r.xpending(b2.keys.stream(TYPE), GROUP)["pending"], 0)
+        self.assertEqual(self.r.hgetall(b2.keys.leases(TYPE)),
+                         {b"v2-worker": str(gen.NAMESPACE_DEFAULTS["lease_ms"]).encode()})
         # Each keyspace only ever saw its own ids.
         v1_seen = {e["id"] for e in b1.events()}
         v2_seen = {i for e in b2.events() for i in e["ids"]}

@@ -1,0 +1,93 @@
+// Work stream entries as the inspector reads them: the two fields task ('ID|MAX_RETRY|
+// DELAY_SECONDS|CREATED_AT|EXECUTION_TIMEOUT|ATTEMPT|EXTRA') and payload, and what it makes of
+// foreign or malformed entries (whatever it can, never a failure).
+#include "inspect/task_record.h"
+
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+
+namespace baton::internal {
+namespace {
+
+Reply Text(const std::string& s) {
+  Reply r;
+  r.type = Reply::Type::kString;
+  r.str = s;
+  return r;
+}
+
+// A flat field/value reply.
+Reply Fields(std::initializer_list<std::string> values) {
+  Reply r;
+  r.type = Reply::Type::kArray;
+  for (const std::string& v : values) r.elements.push_back(Text(v));
+  return r;
+}
+
+TEST(TaskRecordTest, EntryTaskSplitsAtTheFirstSixBars) {
+  auto t = ParseEntryTask("0190-a|3|0|1722489600||0|");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->id, "0190-a");
+  EXPECT_EQ(t->max_retry, "3");
+  EXPECT_EQ(t->delay_seconds, "0");
+  EXPECT_EQ(t->created_at, "1722489600");
+  EXPECT_EQ(t->execution_timeout, "");
+  EXPECT_EQ(t->attempt, "0");
+  EXPECT_EQ(t->extra, "");
+
+  // EXTRA is last because it may contain '|'.
+  auto extra = ParseEntryTask(R"(x|1|5|1|30|2|{"a":"b|c","d":"|"})");
+  ASSERT_TRUE(extra.has_value());
+  EXPECT_EQ(extra->execution_timeout, "30");
+  EXPECT_EQ(extra->attempt, "2");
+  EXPECT_EQ(extra->extra, R"({"a":"b|c","d":"|"})");
+
+  // Parts are text as written: checking them is the functions' business.
+  auto odd = ParseEntryTask("|many|||||");
+  ASSERT_TRUE(odd.has_value());
+  EXPECT_EQ(odd->id, "");
+  EXPECT_EQ(odd->max_retry, "many");
+
+  EXPECT_FALSE(ParseEntryTask("x|1|0|1||0").has_value());  // five '|'
+  EXPECT_FALSE(ParseEntryTask("").has_value());
+}
+
+TEST(TaskRecordTest, BodyFromATwoFieldEntry) {
+  Reply entry =
+      Fields({"task", R"(t-1|5|0|1722489600|30|1|{"trace":1})", "payload", R"({"n": 1.50})"});
+  TaskBody body = BodyFromEntry(entry);
+  EXPECT_EQ(body.payload, R"({"n": 1.50})");
+  EXPECT_EQ(body.max_retry, "5");
+  EXPECT_EQ(body.delay_seconds, "0");
+  EXPECT_EQ(body.created_at, "1722489600");
+  EXPECT_EQ(body.execution_timeout, "30");
+  EXPECT_EQ(body.extra, R"({"trace":1})");
+  EXPECT_EQ(body.attempt, "1");
+  EXPECT_EQ(EntryTaskId(entry), "t-1");
+}
+
+TEST(TaskRecordTest, ForeignEntriesGiveWhatTheyHave) {
+  // One field per value (no task field): the payload only, and no task id.
+  Reply foreign = Fields({"id", "raw-1", "payload", "{}", "max_retry", "3"});
+  TaskBody body = BodyFromEntry(foreign);
+  EXPECT_EQ(body.payload, "{}");
+  EXPECT_EQ(body.max_retry, "");
+  EXPECT_EQ(body.attempt, "");
+  EXPECT_EQ(EntryTaskId(foreign), "");
+
+  // A task field that does not split, and no payload.
+  Reply broken = Fields({"task", "just-an-id"});
+  TaskBody none = BodyFromEntry(broken);
+  EXPECT_EQ(none.payload, "");
+  EXPECT_EQ(none.created_at, "");
+  EXPECT_EQ(EntryTaskId(broken), "");
+
+  // Fields in another order are found by name.
+  Reply swapped = Fields({"payload", "{}", "task", "t-2|0|0|1||0|"});
+  EXPECT_EQ(BodyFromEntry(swapped).payload, "{}");
+  EXPECT_EQ(EntryTaskId(swapped), "t-2");
+}
+
+}  // namespace
+}  // namespace baton::internal
