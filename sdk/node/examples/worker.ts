@@ -1,0 +1,18 @@
+// Quick start, worker side: run send_email tasks until SIGTERM / Ctrl-C.
+//   node build-test/examples/worker.js [redis://127.0.0.1:6379]
+import { NonRetryableError, Worker } from '@baton/client';
+
+interface Email { to: string; template: string }
+
+const worker = new Worker({ redis: process.argv[2] ?? 'redis://127.0.0.1:6379', handleSignals: true });
+worker.register<Email>('shop', 'send_email', async (task, { signal }) => {
+  if (!task.payload.to.includes('@')) throw new NonRetryableError(`bad address ${task.payload.to}`);
+  await fetchLikeSend(task.payload, signal); // pass the signal on: it aborts at execution_timeout
+  console.log(`sent ${task.payload.template} to ${task.payload.to} (task ${task.taskId}, attempt ${task.attempt})`);
+}, { concurrency: 8 });
+await worker.run(); // resolves after a graceful stop
+console.log('stopped', JSON.stringify(worker.stats()));
+
+async function fetchLikeSend(_email: Email, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+}

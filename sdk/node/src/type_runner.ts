@@ -1,0 +1,462 @@
+// Everything a Worker runs for one (namespace, task type), as the C++ TypeRunner: a fetch loop
+// with its own Redis connection that asks baton_v2_dequeue for at most as many tasks as the type
+// has free concurrency (a fetched task is leased to this consumer, so it never fetches ahead), and
+// sends the finished tasks' baton_v2_ack (batched, up to 256 per call) and baton_v2_fail calls in
+// the same pipeline as its next dequeue: one round trip carries both. With nothing to fetch it
+// waits in XREAD BLOCK (at most 100 ms while tasks are in flight, so their acks go out promptly).
+// Types never share a connection, so one type's backlog or slowness cannot delay another.
+import type { Redis } from 'ioredis';
+import { fromRedisError } from './baton_error.js';
+import { commandOf, type FunctionCall } from './function_call.js';
+import { ack as ackCall, dequeue as dequeueCall, fail as failCall, type AckItem } from './generated/calls.js';
+import { keyOf } from './keys.js';
+import { RedisLink, type LinkOptions } from './redis_link.js';
+import { Backoff, sleep, type RetryPolicy } from './backoff.js';
+import { runInBoundary, timeoutOutcome, outcomeOfError, type AttemptScope, type FailureKind, type Outcome } from './attempt.js';
+import { decodeEntry, ENTRY_VALUES, MalformedEntry, type PayloadParse, type Task } from './task.js';
+import type { AttemptSpan } from './tracing.js';
+
+const ACKS_PER_CALL = 256;
+const BUSY_BLOCK_MS = 100;
+
+/** What a handler gets besides the task. */
+export interface TaskContext {
+  /** Aborted when the attempt must stop: execution_timeout passed, the lease was lost, or shutdown. */
+  readonly signal: AbortSignal;
+  /** 1 on the first run, 2 on the first retry, ... */
+  readonly attempt: number;
+  /** Date.now() value at which execution_timeout ends the attempt; undefined without a limit. */
+  readonly deadline: number | undefined;
+  /** This worker's consumer name. */
+  readonly consumer: string;
+}
+
+/** A handler: resolve (or return) for success; throw or reject to fail the attempt. */
+export type Handler<P = unknown> = (task: Task<P>, context: TaskContext) => unknown;
+
+/** The counters a runner shares with its Worker (counted when Redis confirmed the outcome). */
+export interface Counters {
+  succeeded: number;
+  failed: number;
+  dead: number;
+  malformed: number;
+  timedOut: number;
+  leaseLost: number;
+  strayErrors: number;
+}
+
+/** What the runner needs from its Worker. */
+export interface RunnerHost {
+  readonly counters: Counters;
+  warn(message: string, details?: Record<string, unknown>): void;
+  /** The synchronous part of a handler call took `ms`. */
+  handlerSync(ns: string, type: string, taskId: string, ms: number): void;
+  /** A retry of this type is due at dueMs (Unix ms, Redis clock). */
+  retryScheduled(ns: string, type: string, dueMs: number): void;
+  /** A span for the attempt, when tracing is on and OpenTelemetry present. */
+  startSpan(task: Task): AttemptSpan | undefined;
+  /** An attempt failed (for the Worker's "failed" event). */
+  attemptFailed(info: FailedAttempt): void;
+}
+
+export interface FailedAttempt {
+  readonly namespace: string;
+  readonly taskType: string;
+  readonly taskId: string;
+  readonly kind: FailureKind;
+  readonly message: string;
+  /** "retry", "dead" or "stale" (the task was no longer ours). */
+  readonly verdict: string;
+}
+
+export interface RunnerSettings {
+  readonly ns: string;
+  readonly type: string;
+  readonly handler: Handler;
+  readonly concurrency: number;
+  readonly retry: RetryPolicy;
+  /** The lease every dequeue and extend asks for (resolved: never 0). */
+  readonly leaseMs: number;
+  readonly group: string;
+  readonly consumer: string;
+  readonly fetchBatch: number;
+  readonly blockMs: number;
+  readonly payloadParse: PayloadParse;
+  readonly redisUrl: string;
+  readonly linkOptions: LinkOptions;
+}
+
+/** One attempt in progress. */
+class Running implements AttemptScope {
+  readonly ac = new AbortController();
+  timer: NodeJS.Timeout | undefined;
+  heartbeating = true;
+  done = false;
+  abandoned = false;
+  span: AttemptSpan | undefined;
+
+  constructor(readonly runner: TypeRunner, readonly task: Task, readonly namespace: string, readonly type: string) {}
+
+  get taskId(): string {
+    return this.task.taskId;
+  }
+
+  onStrayError(e: unknown, how: string): void {
+    this.runner.strayError(this, e, how);
+  }
+}
+
+interface Completion {
+  readonly id: string;
+  readonly sid: string;
+  readonly outcome: Outcome;
+}
+
+export class TypeRunner {
+  readonly settings: RunnerSettings;
+  private readonly host: RunnerHost;
+  private readonly link: RedisLink;
+  private readonly streamKey: string;
+  private readonly running = new Set<Running>();
+  private completions: Completion[] = [];
+  private inFlight = 0;
+  private stopping = false;
+  private abandoning = false;
+  private inXread = false;
+  private wake: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+  private readonly stopSignal = new AbortController();
+
+  constructor(settings: RunnerSettings, host: RunnerHost) {
+    this.settings = settings;
+    this.host = host;
+    this.link = new RedisLink(settings.redisUrl, { ...settings.linkOptions, name: `baton-worker-${settings.type}` });
+    this.streamKey = keyOf('stream', settings.ns, settings.type);
+  }
+
+  /** Connects (checking the library version) and starts the fetch loop. */
+  async start(): Promise<void> {
+    await this.link.ready();
+    this.loop = this.fetchLoop();
+  }
+
+  /** Attempts running now. */
+  get runningCount(): number {
+    return this.running.size;
+  }
+
+  // ---- shutdown, in this order (Worker.stop) ----
+
+  /** 1. Stop fetching; finished tasks are still acked. */
+  beginStop(): void {
+    this.stopping = true;
+    this.notify();
+    if (this.inXread && this.inFlight === 0) this.link.dropConnection();
+  }
+
+  /** 2. True once no task is in flight and every outcome was sent. */
+  get drained(): boolean {
+    return this.inFlight === 0 && this.completions.length === 0;
+  }
+
+  /** 3. Aborts every running attempt and leaves it to its lease; the loop sends what finished and exits. */
+  abandon(): void {
+    this.stopping = true;
+    this.abandoning = true;
+    for (const r of [...this.running]) {
+      r.abandoned = true;
+      r.ac.abort(new Error('worker shutting down: attempt abandoned to its lease'));
+      this.complete(r, null);
+    }
+    this.stopSignal.abort();
+    this.notify();
+    if (this.inXread) this.link.dropConnection();
+  }
+
+  /** 4. Resolves when the fetch loop has exited; then closes the connection. */
+  async join(): Promise<void> {
+    await this.loop;
+    await this.link.close();
+  }
+
+  // ---- lease keeping (LeaseKeeper) ----
+
+  /** The tasks to heartbeat: running, not past their deadline, lease not lost, not abandoned. */
+  heartbeatItems(): AckItem[] {
+    const out: AckItem[] = [];
+    for (const r of this.running) if (r.heartbeating && !r.done) out.push({ id: r.task.taskId, sid: r.task.streamId });
+    return out;
+  }
+
+  /** baton_v2_extend answered `held` (the SIDs still held) for `sent`: the others were taken back. */
+  onExtendReply(sent: readonly AckItem[], held: readonly string[]): void {
+    const still = new Set(held);
+    for (const item of sent) {
+      if (still.has(String(item.sid))) continue;
+      for (const r of this.running) {
+        if (r.task.streamId === item.sid && r.heartbeating) {
+          // Another worker may run it now: stop. Its outcome is still sent (Redis says stale).
+          r.heartbeating = false;
+          this.host.counters.leaseLost++;
+          this.host.warn(`lease lost for ${this.settings.ns}/${this.settings.type} task ${r.task.taskId}: aborting the attempt`);
+          r.ac.abort(new Error('lease lost: the task was taken back'));
+        }
+      }
+    }
+  }
+
+  // ---- attempts ----
+
+  /** A failure escaped attempt `r`'s promise (process_guard). */
+  strayError(r: Running, e: unknown, how: string): void {
+    this.host.counters.strayErrors++;
+    if (r.done) {
+      this.host.warn(`${how} from ${this.settings.ns}/${this.settings.type} task ${r.task.taskId} after its attempt ended: ` +
+        `${e instanceof Error ? e.message : String(e)}`);
+      return;
+    }
+    r.ac.abort(e);
+    this.complete(r, outcomeOfError(e, how));
+  }
+
+  private notify(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  /** Records the end of attempt `r` (outcome null: abandoned, nothing to send). */
+  private complete(r: Running, outcome: Outcome | null): void {
+    if (r.done) return;
+    r.done = true;
+    if (r.timer) clearTimeout(r.timer);
+    this.running.delete(r);
+    this.inFlight--;
+    try {
+      r.span?.end(outcome?.kind ? new Error(outcome.message) : undefined);
+    } catch (e) {
+      this.host.warn(`tracing: ${(e as Error).message}`);
+    }
+    if (outcome !== null && !r.abandoned) this.completions.push({ id: r.task.taskId, sid: r.task.streamId, outcome });
+    this.notify();
+  }
+
+  private dispatch(entries: readonly Buffer[]): number {
+    const n = Math.floor(entries.length / ENTRY_VALUES);
+    this.inFlight += n;
+    for (let i = 0; i < n; i++) {
+      let task: Task;
+      try {
+        task = decodeEntry(this.settings.ns, this.settings.type, entries, i, this.settings.payloadParse);
+      } catch (e) {
+        // Not a valid task (e.g. the payload is not a JSON object): dead-letter it as malformed,
+        // never crash and never drop it.
+        const m = e as MalformedEntry;
+        this.host.counters.malformed++;
+        this.inFlight--;
+        this.completions.push({ id: m.taskId, sid: m.streamId, outcome: { kind: 'malformed', message: m.reason.message, stack: '' } });
+        continue;
+      }
+      this.runAttempt(task);
+    }
+    return n;
+  }
+
+  private runAttempt(task: Task): void {
+    const s = this.settings;
+    const r = new Running(this, task, s.ns, s.type);
+    this.running.add(r);
+    try {
+      let deadline: number | undefined;
+      if (task.executionTimeout !== undefined) {
+        const ms = task.executionTimeout * 1000;
+        deadline = Date.now() + ms;
+        r.timer = setTimeout(() => this.onDeadline(r), ms);
+      }
+      const context: TaskContext = { signal: r.ac.signal, attempt: task.attempt, deadline, consumer: s.consumer };
+      try {
+        r.span = this.host.startSpan(task);
+      } catch (e) {
+        this.host.warn(`tracing: ${(e as Error).message}`);
+      }
+      const call = () => s.handler(task, context);
+      const onSync = (ms: number) => this.host.handlerSync(s.ns, s.type, task.taskId, ms);
+      const attempt = r.span ? r.span.run(() => runInBoundary(r, call, onSync)) : runInBoundary(r, call, onSync);
+      void attempt.then((outcome) => this.complete(r, outcome));
+    } catch (e) {
+      // A failure of the worker itself around the handler: fail this attempt, keep the loop.
+      this.complete(r, outcomeOfError(e, 'baton worker'));
+    }
+  }
+
+  private onDeadline(r: Running): void {
+    if (r.done) return;
+    // Past execution_timeout: abort the handler's signal, stop heartbeating (if the handler ignores
+    // the signal, nobody extends the lease) and record the attempt as failed now, kind timeout.
+    r.heartbeating = false;
+    this.host.counters.timedOut++;
+    const outcome = timeoutOutcome(r.task.executionTimeout ?? 0);
+    const err = new Error(outcome.message);
+    err.name = 'TimeoutError';
+    r.ac.abort(err);
+    this.complete(r, outcome);
+  }
+
+  // ---- the fetch loop ----
+
+  private waitForWork(): Promise<void> | undefined {
+    const ready = this.completions.length > 0 || this.abandoning ||
+      (this.stopping ? this.inFlight === 0 : this.inFlight < this.settings.concurrency);
+    if (ready) return undefined;
+    return new Promise((resolve) => {
+      this.wake = resolve;
+    });
+  }
+
+  private async fetchLoop(): Promise<void> {
+    // The loop must outlive any bug of its own: a failed pass is reported and retried.
+    for (;;) {
+      try {
+        await this.fetchPasses();
+        return;
+      } catch (e) {
+        this.host.warn(`${this.settings.ns}/${this.settings.type} fetch loop: ${(e as Error)?.stack ?? String(e)}`);
+        await sleep(1000, this.stopSignal.signal);
+      }
+    }
+  }
+
+  private async fetchPasses(): Promise<void> {
+    const s = this.settings;
+    const backoff = new Backoff();
+    let lastId = '';
+    for (;;) {
+      let wait: Promise<void> | undefined;
+      while ((wait = this.waitForWork()) !== undefined) await wait;
+      if (this.completions.length === 0 && this.stopping) break; // drained, or abandoned
+      let redis: Redis;
+      try {
+        redis = await this.link.ready(5000);
+      } catch (e) {
+        if (this.abandoning) break;
+        this.host.warn(`${s.ns}/${s.type}: ${(e as Error).message}`);
+        await sleep(backoff.next(), this.stopSignal.signal);
+        continue;
+      }
+      const batch = this.completions;
+      this.completions = [];
+      const count = this.stopping ? 0 : Math.min(s.concurrency - this.inFlight, s.fetchBatch);
+      const calls = this.outcomeCalls(batch);
+      const pipeline = redis.pipeline();
+      for (const c of calls) {
+        const [cmd, args] = commandOf(c.call);
+        pipeline.callBuffer(cmd, ...args);
+      }
+      if (count > 0) {
+        const [cmd, args] = commandOf(dequeueCall(s.ns, s.type, { group: s.group, consumer: s.consumer, count, leaseMs: s.leaseMs }));
+        pipeline.callBuffer(cmd, ...args);
+      }
+      let replies: [Error | null, unknown][];
+      try {
+        replies = (await pipeline.exec()) ?? [];
+      } catch (e) {
+        replies = [];
+        this.host.warn(`${s.ns}/${s.type}: ${(e as Error).message}`);
+      }
+      const resend = this.handleOutcomeReplies(calls, replies);
+      if (resend.length > 0) {
+        // Sent again after the reconnect: an ack or fail that did run returns gone / stale.
+        this.completions = resend.concat(this.completions);
+        if (this.abandoning) break; // what is left is left to the leases
+        await sleep(backoff.next(), this.stopSignal.signal);
+        continue;
+      }
+      if (count === 0) {
+        backoff.reset();
+        continue;
+      }
+      const [err, dequeued] = replies[calls.length] ?? [new Error('no reply'), null];
+      if (err !== null || !Array.isArray(dequeued) || dequeued.length < 3) {
+        // E.g. the functions library was unloaded, or the connection broke: wait, do not spin.
+        // Tasks it may have leased to us come back when their lease ends.
+        this.host.warn(`${s.ns}/${s.type} baton_v2_dequeue: ${err ? fromRedisError(err).message : 'unexpected reply'}`);
+        await sleep(backoff.next(), this.stopSignal.signal);
+        continue;
+      }
+      backoff.reset();
+      lastId = String(dequeued[1]);
+      const delivered = this.dispatch(dequeued[0] as Buffer[]);
+      if (delivered === 0 && lastId !== '') await this.blockForNewEntries(redis, lastId);
+    }
+  }
+
+  /** baton_v2_ack calls (up to 256 tasks each) then one baton_v2_fail per failure. */
+  private outcomeCalls(batch: readonly Completion[]): { call: FunctionCall; completions: Completion[] }[] {
+    const s = this.settings;
+    const calls: { call: FunctionCall; completions: Completion[] }[] = [];
+    const acks = batch.filter((c) => c.outcome.kind === null);
+    for (let i = 0; i < acks.length; i += ACKS_PER_CALL) {
+      const part = acks.slice(i, i + ACKS_PER_CALL);
+      calls.push({ call: ackCall(s.ns, s.type, { group: s.group, consumer: s.consumer }, part.map((c) => ({ id: c.id, sid: c.sid }))), completions: part });
+    }
+    for (const c of batch) {
+      if (c.outcome.kind === null) continue;
+      calls.push({
+        call: failCall(s.ns, s.type, {
+          group: s.group, consumer: s.consumer, id: c.id, sid: c.sid, kind: c.outcome.kind, error: c.outcome.message,
+          stack: c.outcome.stack, baseMs: s.retry.baseMs, maxMs: s.retry.maxMs, jitter: String(Math.floor(Math.random() * 1e6) / 1e6),
+        }),
+        completions: [c],
+      });
+    }
+    return calls;
+  }
+
+  /** Counts the outcomes Redis confirmed; returns the completions to send again (connection lost). */
+  private handleOutcomeReplies(calls: readonly { call: FunctionCall; completions: Completion[] }[],
+    replies: readonly [Error | null, unknown][]): Completion[] {
+    const s = this.settings;
+    const resend: Completion[] = [];
+    calls.forEach((c, i) => {
+      const [err, reply] = replies[i] ?? [new Error('no reply'), null];
+      if (err !== null) {
+        const e = fromRedisError(err, c.call.fn);
+        if (e.code === 'unavailable' || e.code === 'version_mismatch') resend.push(...c.completions);
+        else this.host.warn(`${s.ns}/${s.type}: ${e.message}`);
+        return;
+      }
+      if (c.call.fn.endsWith('_ack')) {
+        for (const status of reply as Buffer[]) {
+          const v = status.toString();
+          if (v === 'done' || v === 'stale_done') this.host.counters.succeeded++;
+        }
+        return;
+      }
+      // ['retry', due_ms, attempt], ['dead', at_ms, attempt] or ['stale', '', 0].
+      const r = reply as [Buffer, Buffer | number, number];
+      const verdict = r[0].toString();
+      const done = c.completions[0] as Completion;
+      if (verdict === 'retry' || verdict === 'dead') this.host.counters.failed++;
+      if (verdict === 'dead') this.host.counters.dead++;
+      if (verdict === 'retry') this.host.retryScheduled(s.ns, s.type, Number(r[1]));
+      this.host.attemptFailed({
+        namespace: s.ns, taskType: s.type, taskId: done.id, kind: done.outcome.kind as FailureKind,
+        message: done.outcome.message, verdict,
+      });
+    });
+    return resend;
+  }
+
+  private async blockForNewEntries(redis: Redis, lastId: string): Promise<void> {
+    if (this.completions.length > 0 || this.stopping) return;
+    const block = this.inFlight > 0 ? Math.min(this.settings.blockMs, BUSY_BLOCK_MS) : this.settings.blockMs;
+    this.inXread = true;
+    try {
+      await redis.callBuffer('XREAD', 'BLOCK', block, 'STREAMS', this.streamKey, lastId);
+    } catch {
+      // A broken connection (or our own drop at shutdown): the loop reconnects or exits.
+    } finally {
+      this.inXread = false;
+    }
+  }
+}

@@ -1,0 +1,226 @@
+"""Enqueue without I/O: requests are validated and turned into baton_v2_enqueue calls, replies
+into results. The sync and the asyncio client share it, so they cannot drift apart."""
+
+from __future__ import annotations
+
+import enum
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Union
+
+from . import _generated as gen
+from . import _tracing, contract
+from .errors import InternalError, InvalidArgumentError, invalid
+from .ids import uuid7
+from .keys import Keyspace
+
+# Tasks per baton_v2_enqueue call (the Lua validates a whole call before writing anything).
+CHUNK = 256
+
+Payload = Union[Mapping[str, Any], bytes, bytearray, str]
+Seconds = Union[int, float, timedelta]
+
+
+class EnqueueStatus(str, enum.Enum):
+    """What enqueue did with a task (compares equal to its string value)."""
+
+    QUEUED = "queued"  # in the work stream now
+    SCHEDULED = "scheduled"  # delayed: waits in the scheduled set until due
+    DUPLICATE = "duplicate"  # this task id is live or finished recently: nothing written
+    UNIQUE_CONFLICT = "unique_conflict"  # another task holds the unique key: nothing written
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    """The outcome of one enqueued task.
+
+    ``stream_id`` is set when queued, ``due_ms`` (Unix ms, Redis clock) when scheduled,
+    ``state`` (the existing task's state: queued, scheduled, retry, dead, done, cancelled, ...)
+    for a duplicate, ``holder_id`` (the task holding the key) for a unique conflict.
+    """
+
+    task_id: str
+    status: EnqueueStatus
+    stream_id: str | None = None
+    due_ms: int | None = None
+    state: str | None = None
+    holder_id: str | None = None
+
+    @property
+    def written(self) -> bool:
+        """True when this call created the task (queued or scheduled)."""
+        return self.status in (EnqueueStatus.QUEUED, EnqueueStatus.SCHEDULED)
+
+
+@dataclass(frozen=True)
+class TaskRequest:
+    """One task for :meth:`Client.enqueue_many`; the fields are enqueue's arguments."""
+
+    namespace: str
+    task_type: str
+    payload: Payload
+    delay: Seconds = 0
+    at: float | datetime | None = None
+    max_retry: int = contract.DEFAULT_MAX_RETRY
+    execution_timeout: int | None = None
+    task_id: str | None = None
+    unique_key: str | None = None
+    unique_ttl: Seconds | None = None
+    extra: Mapping[str, Any] | None = None
+
+
+@dataclass
+class Prepared:
+    """A validated request: its baton_v2_enqueue item and unique lock key."""
+
+    namespace: str
+    task_type: str
+    task_id: str
+    item: tuple[gen.Arg, ...]
+    unique_lock: str | None
+
+
+def _whole_seconds(field: str, value: object, rule: str) -> int:
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise invalid(field, f"{rule} (got {contract.brief(value)})")
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            raise invalid(field, f"{rule}: whole seconds (got {value!r})")
+        value = int(value)
+    return value
+
+
+def _unix_seconds(at: float | datetime) -> float:
+    if isinstance(at, datetime):
+        if at.tzinfo is None:
+            raise invalid("at", "must be a timezone-aware datetime or Unix seconds "
+                                "(got a naive datetime)")
+        return at.timestamp()
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
+        raise invalid("at", f"must be Unix seconds (got {contract.brief(at)})")
+    return float(at)
+
+
+def prepare(request: TaskRequest, keyspaces: dict[str, Keyspace], spans: _tracing.ProducerSpans,
+            now: float | None = None) -> Prepared:
+    """Validates one request (every rule of the contract, in schema order) and builds its
+    item. Raises InvalidArgumentError naming the field; nothing is written then."""
+    task_id = uuid7() if request.task_id is None else contract.check_task_id(request.task_id)
+    namespace = contract.check_name("namespace", request.namespace)
+    task_type = contract.check_name("task_type", request.task_type)
+    payload = contract.payload_text(request.payload)
+    max_retry = contract.read_integer(contract.MAX_RETRY, request.max_retry)
+    now = time.time() if now is None else now
+    run_at_ms = 0
+    if request.at is not None:
+        if request.delay:
+            raise invalid("at", "cannot be combined with delay (give one of them)")
+        at = _unix_seconds(request.at)
+        if not contract.MIN_CREATED_AT <= at <= contract.MAX_CREATED_AT:
+            hint = ": milliseconds?" if at > contract.MAX_CREATED_AT else ""
+            raise invalid("at", f"must be Unix seconds {contract.MIN_CREATED_AT}.."
+                                f"{contract.MAX_CREATED_AT} (got {contract.brief(request.at)}"
+                                f"{hint})")
+        run_at_ms = max(1, math.ceil(at * 1000))
+        delay = min(max(0, round(at - now)), contract.MAX_DELAY_SECONDS)
+    else:
+        delay = _whole_seconds("delay_seconds", request.delay,
+                               f"must be an integer 0..{contract.MAX_DELAY_SECONDS}")
+        contract.check_integer(contract.DELAY_SECONDS, delay)
+    created_at = int(now)
+    timeout: gen.Arg = ""
+    if request.execution_timeout is not None:
+        timeout = contract.read_integer(contract.EXECUTION_TIMEOUT, request.execution_timeout)
+    extra = dict(request.extra) if request.extra else {}
+    trace = spans.start(namespace, task_type, task_id)
+    if trace and "trace" not in extra:
+        extra["trace"] = trace
+    extra_bytes = contract.extra_text(extra)
+    unique_key: gen.Arg = ""
+    unique_ttl = 0
+    lock = None
+    if request.unique_key is not None:
+        if not isinstance(request.unique_key, str) or not request.unique_key:
+            raise invalid("unique_key", f"must be a non-empty string "
+                                        f"(got {contract.brief(request.unique_key)})")
+        unique_ttl = _whole_seconds("unique_ttl", request.unique_ttl,
+                                    "must be at least 1 second when unique_key is set")
+        if unique_ttl < 1:
+            raise invalid("unique_ttl", f"must be at least 1 second when unique_key is set "
+                                        f"(got {unique_ttl})")
+        unique_key = request.unique_key
+        keyspace = keyspaces.get(namespace) or keyspaces.setdefault(namespace, Keyspace(namespace))
+        lock = keyspace.unique(request.unique_key)
+    elif request.unique_ttl is not None:
+        raise invalid("unique_ttl", "needs unique_key")
+    item = (task_id, payload, max_retry, delay, created_at, timeout, extra_bytes, run_at_ms,
+            unique_key, unique_ttl)
+    return Prepared(namespace, task_type, task_id, item, lock)
+
+
+def prepare_all(requests: Sequence[TaskRequest], keyspaces: dict[str, Keyspace],
+                spans: _tracing.ProducerSpans) -> list[Prepared]:
+    """Validates every request first; the first invalid one fails the whole call with its
+    index: ``requests[3]: max_retry: must be an integer 0..25 (got 99)``."""
+    now = time.time()
+    out = []
+    for i, request in enumerate(requests):
+        try:
+            out.append(prepare(request, keyspaces, spans, now))
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(f"requests[{i}]: {e.message}", field=e.field) from None
+    return out
+
+
+def calls(prepared: Sequence[Prepared],
+          keyspaces: dict[str, Keyspace]) -> list[tuple[gen.Call, list[int]]]:
+    """The baton_v2_enqueue calls for prepared tasks: one per (namespace, type) and chunk of
+    CHUNK, each with the request indexes it carries (in order)."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, p in enumerate(prepared):
+        groups.setdefault((p.namespace, p.task_type), []).append(i)
+    out = []
+    for (namespace, task_type), indexes in groups.items():
+        keyspace = keyspaces.get(namespace) or keyspaces.setdefault(namespace,
+                                                                    Keyspace(namespace))
+        keys = keyspace.for_type(task_type)
+        for start in range(0, len(indexes), CHUNK):
+            chunk = indexes[start : start + CHUNK]
+            items = [prepared[i].item for i in chunk]
+            locks = [lock for i in chunk if (lock := prepared[i].unique_lock) is not None]
+            out.append((gen.enqueue(keys, len(chunk), items, locks), chunk))
+    return out
+
+
+def _s(value: object) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def results(task_ids: Sequence[str], reply: object) -> list[EnqueueResult]:
+    """The results of one baton_v2_enqueue reply: N pairs [status, detail]."""
+    if not isinstance(reply, list) or len(reply) != len(task_ids):
+        raise InternalError(f"baton_v2_enqueue: unexpected reply {reply!r:.200}")
+    out = []
+    for task_id, pair in zip(task_ids, reply, strict=True):
+        try:
+            raw_status, detail = pair
+            status = EnqueueStatus(_s(raw_status))
+        except (TypeError, ValueError):
+            raise InternalError(f"baton_v2_enqueue: unexpected result {pair!r:.200}") from None
+        if status is EnqueueStatus.QUEUED:
+            out.append(EnqueueResult(task_id, status, stream_id=_s(detail)))
+        elif status is EnqueueStatus.SCHEDULED:
+            out.append(EnqueueResult(task_id, status, due_ms=int(detail)))
+        elif status is EnqueueStatus.DUPLICATE:
+            out.append(EnqueueResult(task_id, status, state=_s(detail)))
+        else:
+            out.append(EnqueueResult(task_id, status, holder_id=_s(detail)))
+    return out

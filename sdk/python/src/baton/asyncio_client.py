@@ -1,0 +1,150 @@
+"""The producer for asyncio programs: :class:`AsyncClient`, the same API as
+:class:`baton.Client` with coroutines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+import redis
+import redis.asyncio
+
+from . import _enqueue, _producer, _redis, _tracing, contract
+from . import _generated as gen
+from ._coalesce import AsyncCoalescer
+from ._enqueue import EnqueueResult, Payload, Seconds, TaskRequest
+from .errors import translate
+from .keys import Keyspace
+
+_REDIS_ERRORS = (redis.exceptions.RedisError, OSError)
+
+
+class AsyncClient:
+    """Enqueues and cancels tasks from asyncio code; see :class:`baton.Client` for the
+    semantics of every method. Use it from one event loop (redis.asyncio's rule). Concurrent
+    enqueue calls (``asyncio.gather``, many request handlers) share round trips."""
+
+    def __init__(self, url: str = "redis://127.0.0.1:6379", *,
+                 redis_options: Mapping[str, Any] | None = None,
+                 socket_timeout: float | None = 10.0):
+        self.url = url
+        self._redis = _redis.async_client(url, redis_options, socket_timeout)
+        self._keyspaces: dict[str, Keyspace] = {}
+        self._coalescer = AsyncCoalescer(self._send)
+
+    @property
+    def redis(self) -> redis.asyncio.Redis:
+        """The underlying redis.asyncio client (bytes replies)."""
+        return self._redis
+
+    async def _fcall(self, call: gen.Call) -> Any:
+        try:
+            return await _redis.aexecute(self._redis, *_redis.fcall_args(call))
+        except _REDIS_ERRORS as e:
+            raise translate(e) from e
+
+    async def library_version(self) -> str:
+        """Connects if needed and returns the functions library version ("2")."""
+        return _redis.check_version_reply(await self._fcall(gen.version()))
+
+    async def enqueue(
+        self,
+        namespace: str,
+        task_type: str,
+        payload: Payload,
+        *,
+        delay: Seconds = 0,
+        at: float | datetime | None = None,
+        max_retry: int = contract.DEFAULT_MAX_RETRY,
+        execution_timeout: int | None = None,
+        task_id: str | None = None,
+        unique_key: str | None = None,
+        unique_ttl: Seconds | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> EnqueueResult:
+        """Validates and enqueues one task (see :meth:`baton.Client.enqueue`)."""
+        request = TaskRequest(namespace, task_type, payload, delay, at, max_retry,
+                              execution_timeout, task_id, unique_key, unique_ttl, extra)
+        spans = _tracing.ProducerSpans()
+        try:
+            prepared = _enqueue.prepare(request, self._keyspaces, spans)
+            result = await self._coalescer.submit(prepared)
+        except BaseException as e:
+            spans.end(e)
+            raise
+        spans.end()
+        return result
+
+    async def enqueue_many(self, requests: Iterable[TaskRequest]) -> list[EnqueueResult]:
+        """Enqueues many tasks in one round trip (see :meth:`baton.Client.enqueue_many`)."""
+        spans = _tracing.ProducerSpans()
+        try:
+            prepared = _enqueue.prepare_all(list(requests), self._keyspaces, spans)
+            results = await self._send(prepared)
+        except BaseException as e:
+            spans.end(e)
+            raise
+        spans.end()
+        return results
+
+    async def enqueue_document(self, document: bytes | str | contract.TaskDocument, *,
+                               at: float | datetime | None = None,
+                               unique_key: str | None = None,
+                               unique_ttl: Seconds | None = None) -> EnqueueResult:
+        """Enqueues a whole task document as it is (see
+        :meth:`baton.Client.enqueue_document`)."""
+        prepared = _producer.prepare_document(document, at, unique_key, unique_ttl,
+                                              self._keyspaces)
+        return await self._coalescer.submit(prepared)
+
+    async def _send(self, prepared: list[_enqueue.Prepared]) -> list[EnqueueResult]:
+        if not prepared:
+            return []
+        calls = _enqueue.calls(prepared, self._keyspaces)
+        if len(calls) == 1:
+            replies: list[Any] = [await self._fcall(calls[0][0])]
+        else:
+            try:
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for call, _ in calls:
+                        pipe.execute_command(*_redis.fcall_args(call))
+                    replies = await pipe.execute(raise_on_error=False)
+            except _REDIS_ERRORS as e:
+                raise translate(e) from e
+        out: list[EnqueueResult | None] = [None] * len(prepared)
+        for (_, indexes), reply in zip(calls, replies, strict=True):
+            if isinstance(reply, Exception):
+                raise translate(reply) from reply
+            ids = [prepared[i].task_id for i in indexes]
+            for i, result in zip(indexes, _enqueue.results(ids, reply), strict=True):
+                out[i] = result
+        return [r for r in out if r is not None]
+
+    async def cancel(self, namespace: str, task_id: str) -> None:
+        """Cancels a task that has not started (see :meth:`baton.Client.cancel`)."""
+        ks = _producer.keyspace(self._keyspaces, namespace)
+        contract.check_task_id(task_id)
+        try:
+            record = await self._redis.hget(ks.of("tasks"), task_id)
+        except _REDIS_ERRORS as e:
+            raise translate(e) from e
+        await self._fcall(_producer.cancel_call(self._keyspaces, namespace, task_id, record))
+
+    async def configure(self, namespace: str, **settings: int | str | None) -> dict[str, int]:
+        """Changes and returns namespace settings (see :meth:`baton.Client.configure`)."""
+        keys = {"config": _producer.keyspace(self._keyspaces, namespace).of("config")}
+        reply = await self._fcall(gen.configure(keys, _producer.configure_items(settings)))
+        return _producer.configure_result(reply)
+
+    async def close(self) -> None:
+        """Closes the connections."""
+        await self._redis.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()

@@ -1,0 +1,187 @@
+"""The producer, synchronous: :class:`Client`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+import redis
+
+from . import _enqueue, _producer, _redis, _tracing, contract
+from . import _generated as gen
+from ._coalesce import SyncCoalescer
+from ._enqueue import EnqueueResult, Payload, Seconds, TaskRequest
+from .errors import translate
+from .keys import Keyspace
+
+_REDIS_ERRORS = (redis.exceptions.RedisError, OSError)
+
+
+class Client:
+    """Enqueues tasks (now, delayed, at a time, idempotent by id or unique key) and cancels them.
+
+    Thread-safe: it uses a connection pool, so one Client may serve a whole process; enqueue
+    calls made at the same time by several threads share round trips (group commit: a lone call
+    is sent at once, calls arriving while it is in flight go together in the next). It connects
+    on first use, and every connection first checks that Redis has the functions library this
+    SDK speaks (``VersionMismatchError`` otherwise: run ``baton init``). A broken connection
+    fails the call in progress with ``UnavailableError``; the next call reconnects. Enqueueing
+    again with the same task ids is always safe: tasks already written come back as
+    ``duplicate``.
+
+    Args:
+        url: ``redis://[user:password@]host:port[/db]``, ``rediss://...`` or ``unix://path``.
+        redis_options: extra keyword arguments for ``redis.Redis.from_url``.
+        socket_timeout: seconds to wait for a reply.
+    """
+
+    def __init__(self, url: str = "redis://127.0.0.1:6379", *,
+                 redis_options: Mapping[str, Any] | None = None,
+                 socket_timeout: float | None = 10.0):
+        self.url = url
+        self._redis = _redis.sync_client(url, redis_options, socket_timeout)
+        self._keyspaces: dict[str, Keyspace] = {}
+        self._coalescer = SyncCoalescer(self._send)
+
+    @property
+    def redis(self) -> redis.Redis:
+        """The underlying redis-py client (bytes replies)."""
+        return self._redis
+
+    def _fcall(self, call: gen.Call) -> Any:
+        try:
+            return _redis.execute(self._redis, *_redis.fcall_args(call))
+        except _REDIS_ERRORS as e:
+            raise translate(e) from e
+
+    def library_version(self) -> str:
+        """Connects if needed and returns the functions library version ("2")."""
+        return _redis.check_version_reply(self._fcall(gen.version()))
+
+    def enqueue(
+        self,
+        namespace: str,
+        task_type: str,
+        payload: Payload,
+        *,
+        delay: Seconds = 0,
+        at: float | datetime | None = None,
+        max_retry: int = contract.DEFAULT_MAX_RETRY,
+        execution_timeout: int | None = None,
+        task_id: str | None = None,
+        unique_key: str | None = None,
+        unique_ttl: Seconds | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> EnqueueResult:
+        """Validates and enqueues one task.
+
+        Args:
+            namespace, task_type: where it goes (``^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$``).
+            payload: a JSON object: a mapping (serialized compactly), or JSON text as bytes/str
+                (stored and delivered byte for byte).
+            delay: seconds (int or timedelta) before the first run; recorded as delay_seconds.
+            at: first run time instead of delay: Unix seconds or an aware datetime.
+            max_retry: retries after the first run (0..25, default 3).
+            execution_timeout: seconds one attempt may take (1..86400), or None.
+            task_id: your own id (idempotent: enqueueing it again is a ``duplicate``); default
+                a new UUIDv7.
+            unique_key, unique_ttl: while a task holding the key is within unique_ttl
+                seconds, another enqueue with the key is a ``unique_conflict``.
+            extra: other top-level fields of the task (``headers``, ``trace``, your own); they
+                travel untouched to every consumer.
+
+        Returns an EnqueueResult whose status is queued, scheduled, duplicate or
+        unique_conflict. Raises InvalidArgumentError naming the field and the rule (nothing
+        is written), UnavailableError, VersionMismatchError.
+        """
+        request = TaskRequest(namespace, task_type, payload, delay, at, max_retry,
+                              execution_timeout, task_id, unique_key, unique_ttl, extra)
+        spans = _tracing.ProducerSpans()
+        try:
+            prepared = _enqueue.prepare(request, self._keyspaces, spans)
+            result = self._coalescer.submit(prepared)
+        except BaseException as e:
+            spans.end(e)
+            raise
+        spans.end()
+        return result
+
+    def enqueue_many(self, requests: Iterable[TaskRequest]) -> list[EnqueueResult]:
+        """Enqueues many tasks in one round trip (one call per namespace, type and 256 tasks);
+        results in request order. Every request is validated first: one invalid request fails
+        the call (``requests[3]: max_retry: ...``) and nothing is written. If Redis fails
+        midway some calls may have been written: retrying with the same task ids is safe."""
+        spans = _tracing.ProducerSpans()
+        try:
+            results = self._send(_enqueue.prepare_all(list(requests), self._keyspaces, spans))
+        except BaseException as e:
+            spans.end(e)
+            raise
+        spans.end()
+        return results
+
+    def enqueue_document(self, document: bytes | str | contract.TaskDocument, *,
+                         at: float | datetime | None = None, unique_key: str | None = None,
+                         unique_ttl: Seconds | None = None) -> EnqueueResult:
+        """Enqueues a whole task document (contract/task.schema.json) as it is: its id,
+        created_at, delay_seconds, payload bytes and extra fields (e.g. a task produced
+        elsewhere). The document is validated first."""
+        prepared = _producer.prepare_document(document, at, unique_key, unique_ttl,
+                                              self._keyspaces)
+        return self._coalescer.submit(prepared)
+
+    def _send(self, prepared: list[_enqueue.Prepared]) -> list[EnqueueResult]:
+        if not prepared:
+            return []
+        calls = _enqueue.calls(prepared, self._keyspaces)
+        if len(calls) == 1:
+            replies: list[Any] = [self._fcall(calls[0][0])]
+        else:
+            try:
+                with self._redis.pipeline(transaction=False) as pipe:
+                    for call, _ in calls:
+                        pipe.execute_command(*_redis.fcall_args(call))  # type: ignore[no-untyped-call]
+                    replies = pipe.execute(raise_on_error=False)
+            except _REDIS_ERRORS as e:
+                raise translate(e) from e
+        out: list[EnqueueResult | None] = [None] * len(prepared)
+        for (_, indexes), reply in zip(calls, replies, strict=True):
+            if isinstance(reply, Exception):
+                raise translate(reply) from reply
+            ids = [prepared[i].task_id for i in indexes]
+            for i, result in zip(indexes, _enqueue.results(ids, reply), strict=True):
+                out[i] = result
+        return [r for r in out if r is not None]
+
+    def cancel(self, namespace: str, task_id: str) -> None:
+        """Cancels a task that has not started (queued, scheduled or waiting to retry); it
+        becomes final ``cancelled``. NotFoundError when there is no live task with that id,
+        ConflictError when it is running or dead."""
+        ks = _producer.keyspace(self._keyspaces, namespace)
+        contract.check_task_id(task_id)
+        try:
+            record = self._redis.hget(ks.of("tasks"), task_id)
+        except _REDIS_ERRORS as e:
+            raise translate(e) from e
+        self._fcall(_producer.cancel_call(self._keyspaces, namespace, task_id, record))
+
+    def configure(self, namespace: str, **settings: int | str | None) -> dict[str, int]:
+        """Changes namespace settings (events_maxlen, done_retention_s, dlq_max,
+        dlq_retention_s, lease_ms; None = back to the default) and returns all of them. No
+        argument: read only. All or nothing: a value out of range changes nothing."""
+        keys = {"config": _producer.keyspace(self._keyspaces, namespace).of("config")}
+        reply = self._fcall(gen.configure(keys, _producer.configure_items(settings)))
+        return _producer.configure_result(reply)
+
+    def close(self) -> None:
+        """Closes the connections."""
+        self._redis.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,122 @@
+"""W3C trace context: the producer's span is the parent of the consumer's, a task enqueued in a
+handler continues the trace, and without OpenTelemetry the context is still carried."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import baton
+from baton import _tracing
+from harness import State, wait_for
+
+_EXPORTER = InMemorySpanExporter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def provider() -> None:
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+    trace.set_tracer_provider(tracer_provider)
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    _EXPORTER.clear()
+    yield _EXPORTER
+
+
+def run_chain(url: str, client: baton.Client, ns: str, state: State) -> tuple[str, str]:
+    """Enqueues a parent task whose handler enqueues a child; returns both trace fields."""
+    seen: dict[str, str | None] = {}
+    lock = threading.Lock()
+    app = baton.Worker(url, block_ms=500)
+
+    @app.task(ns, "parent")
+    def parent(task: baton.Task) -> None:
+        with lock:
+            seen["parent"] = task.traceparent
+        with baton.Client(url) as inner:
+            inner.enqueue(ns, "child", {})
+
+    @app.task(ns, "child")
+    async def child(task: baton.Task) -> None:
+        seen["child"] = task.traceparent
+
+    client.enqueue(ns, "parent", {})
+    app.start()
+    try:
+        assert wait_for(lambda: len(seen) == 2)
+    finally:
+        app.stop()
+        app.join(60)
+    assert seen["parent"] and seen["child"]
+    return seen["parent"], seen["child"]
+
+
+def test_spans_link_producer_and_consumer(url: str, client: baton.Client, ns: str,
+                                          state: State, spans: InMemorySpanExporter) -> None:
+    parent_tp, child_tp = run_chain(url, client, ns, state)
+    by_name = {s.name: s for s in spans.get_finished_spans()}
+    send_parent = by_name[f"send {ns}/parent"]
+    process_parent = by_name[f"process {ns}/parent"]
+    send_child = by_name[f"send {ns}/child"]
+    process_child = by_name[f"process {ns}/child"]
+    trace_id = send_parent.context.trace_id
+    assert {s.context.trace_id for s in by_name.values()} == {trace_id}  # one trace
+    assert process_parent.parent is not None
+    assert process_parent.parent.span_id == send_parent.context.span_id
+    assert send_child.parent is not None
+    assert send_child.parent.span_id == process_parent.context.span_id
+    assert process_child.parent is not None
+    assert process_child.parent.span_id == send_child.context.span_id
+    assert process_parent.kind == trace.SpanKind.CONSUMER
+    assert send_parent.kind == trace.SpanKind.PRODUCER
+    # The task carried the producer span's W3C traceparent.
+    version, tp_trace, tp_parent, flags = parent_tp.split("-")
+    assert (version, tp_trace, tp_parent) == ("00", f"{trace_id:032x}",
+                                              f"{send_parent.context.span_id:016x}")
+    assert int(flags, 16) & 1  # sampled
+    assert child_tp.split("-")[1] == f"{trace_id:032x}"
+
+
+def test_caller_trace_field_is_kept(client: baton.Client, ns: str, state: State) -> None:
+    given = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+    result = client.enqueue(ns, "t", {}, extra={"trace": given})
+    extra = json.loads(state.delivered("t")[result.task_id]["extra"])
+    assert extra["trace"] == given
+
+
+def test_context_is_carried_without_opentelemetry(url: str, client: baton.Client, ns: str,
+                                                  state: State,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_tracing, "_PROPAGATOR", None)
+    given = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    seen: list[str | None] = []
+    app = baton.Worker(url, block_ms=500)
+
+    @app.task(ns, "parent")
+    def parent(task: baton.Task) -> None:
+        with baton.Client(url) as inner:
+            inner.enqueue(ns, "child", {})
+
+    @app.task(ns, "child")
+    def child(task: baton.Task) -> None:
+        seen.append(task.traceparent)
+
+    client.enqueue(ns, "parent", {}, extra={"trace": {"traceparent": given}})
+    untraced = client.enqueue(ns, "plain", {})
+    app.start()
+    try:
+        assert wait_for(lambda: seen == [given])
+    finally:
+        app.stop()
+        app.join(60)
+    assert "trace" not in (state.delivered("plain")[untraced.task_id]["extra"] or b"{}").decode()
