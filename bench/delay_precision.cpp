@@ -185,8 +185,10 @@ int main(int argc, char** argv) {
         const std::int64_t entry_ms = std::stoll(sid.substr(0, sid.find('-')));
         const Reply& kv = entry.elements[1];
         for (std::size_t i = 0; i + 1 < kv.elements.size(); i += 2) {
-          if (kv.elements[i].AsString() != "id") continue;
-          auto it = due.find(kv.elements[i + 1].AsString());
+          // The entry's task field starts with the task id: "ID|MAX_RETRY|..." (docs/keyspace.md).
+          if (kv.elements[i].AsString() != "task") continue;
+          const std::string task = kv.elements[i + 1].AsString();
+          auto it = due.find(task.substr(0, task.find('|')));
           if (it == due.end()) break;
           promoted.push_back(entry_ms - it->second);
           handler.push_back(arrived - it->second);

@@ -98,7 +98,16 @@ int RunShow(Context& ctx, const DlqArgs& args) {
   std::cout << "task       " << task->id << "\ntype       " << task->type << "\ndied       "
             << WhenText(task->dead_since_ms.value_or(0), task->now_ms) << "\nattempts   "
             << task->attempts << "\n";
-  if (task->body) std::cout << "payload    " << internal::ValidUtf8(task->body->payload) << "\n";
+  if (task->body) {
+    std::cout << "payload    " << internal::ValidUtf8(task->body->payload) << "\n";
+    if (!task->body->raw_fields.empty()) {
+      std::cout << "raw fields (the malformed entry as its writer sent it):\n";
+      for (const auto& [name, value] : task->body->raw_fields) {
+        std::cout << "  " << internal::ValidUtf8(name) << " = " << internal::ValidUtf8(value)
+                  << "\n";
+      }
+    }
+  }
   for (const TaskError& e : task->errors) {
     std::cout << "\nattempt " << e.attempt << " (" << e.kind << ", " << TimeText(e.at_ms)
               << (e.worker.empty() ? "" : ", " + e.worker) << "):\n  " << e.error << "\n";

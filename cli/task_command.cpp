@@ -77,6 +77,13 @@ void PrintTask(const TaskInfo& t) {
     if (!t.body->extra.empty()) {
       std::cout << "extra      " << internal::ValidUtf8(t.body->extra) << "\n";
     }
+    if (!t.body->raw_fields.empty()) {
+      std::cout << "raw fields (the malformed entry as its writer sent it):\n";
+      for (const auto& [name, value] : t.body->raw_fields) {
+        std::cout << "  " << internal::ValidUtf8(name) << " = " << internal::ValidUtf8(value)
+                  << "\n";
+      }
+    }
   }
   if (!t.errors.empty()) {
     std::cout << "\nerrors (oldest first):\n";

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test: the release build (warnings as errors) with all CTest
-# suites, the language-neutral protocol tests in Python, the Python, Node.js and Go SDKs, the
+# suites, the language-neutral protocol tests in Python, the Python, Node.js, Go and Java SDKs, the
 # cross-language conformance matrix, then the ASan+UBSan build of the tests.
 # Every test starts its own redis-server on a free loopback port.
 set -euo pipefail
@@ -20,6 +20,7 @@ export BATON_BUILD_DIR="$PWD/build/release" BATON_REQUIRE_BINARIES=1
 sdk/python/scripts/test.sh
 sdk/node/scripts/test.sh
 sdk/go/scripts/test.sh
+sdk/java/scripts/test.sh
 # The cross-language matrix: every producer against every consumer (tests/conformance/README.md),
 # and its self-test (a broken driver must fail every case).
 tests/conformance/run.sh

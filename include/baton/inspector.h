@@ -199,6 +199,9 @@ struct TaskBody {
   std::string execution_timeout;  // "" when none
   std::string extra;              // JSON object text or ""
   std::string attempt;            // stream entries only
+  // A malformed stream entry's own fields, name -> value as the foreign writer sent them (its
+  // dead-letter body keeps them): what the operator needs to fix that producer. Empty otherwise.
+  std::vector<std::pair<std::string, std::string>> raw_fields;
 };
 
 struct TaskInfo {

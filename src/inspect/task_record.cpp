@@ -100,6 +100,12 @@ std::optional<TaskBody> ParseStoredBody(std::string_view json) {
   body.created_at = StringField(parsed, "created_at");
   body.execution_timeout = StringField(parsed, "execution_timeout");
   body.extra = StringField(parsed, "extra");
+  if (auto raw = parsed.find("raw"); raw != parsed.end() && raw->is_object()) {
+    for (const auto& [name, value] : raw->items()) {
+      body.raw_fields.emplace_back(name,
+                                   value.is_string() ? value.get<std::string>() : value.dump());
+    }
+  }
   return body;
 }
 
@@ -178,6 +184,11 @@ nlohmann::json BodyToJson(const TaskBody& body) {
       {"extra", JsonOrText(body.extra)},
   };
   if (!body.attempt.empty()) out["attempt"] = NumberOrText(body.attempt);
+  if (!body.raw_fields.empty()) {
+    nlohmann::json raw = nlohmann::json::object();
+    for (const auto& [name, value] : body.raw_fields) raw[ValidUtf8(name)] = ValidUtf8(value);
+    out["raw"] = std::move(raw);
+  }
   return out;
 }
 

@@ -708,6 +708,36 @@ TEST_F(CliTest, JsonOutputShowsThePayloadBytesAsStored) {
   EXPECT_EQ(foreign.Json()["body"]["payload"], "not json \"quoted\"");
 }
 
+TEST_F(CliTest, AForeignEntrysFieldsAreKeptAndShownInTheDlq) {
+  // Another system XADDs into a work stream with its own fields, one of them not UTF-8.
+  const std::string stream = internal::Keys(kNs).Stream("foreign");
+  auto added = redis_.Command(
+      {"XADD", stream, "*", "order_id", "42", "note", std::string("caf\xc3\xa9 \xff\xfe")});
+  ASSERT_EQ(added->type, REDIS_REPLY_STRING);
+  const std::string sid = added->str;
+  // The dequeue delivers nothing: it buries the entry, which is not a Baton task.
+  auto dequeued = redis_.Command(internal::fn::Dequeue(kNs, "foreign", "g", "c1", 10, 0));
+  ASSERT_EQ(dequeued->type, REDIS_REPLY_ARRAY);
+  EXPECT_EQ(dequeued->element[0]->elements, 0u);
+  const std::string id = "malformed-" + sid;
+  CliResult shown = Run({"dlq", "show", id, "--ns", kNs, "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  json raw = shown.Json()["body"]["raw"];
+  EXPECT_EQ(raw["order_id"], "42") << shown.out;
+  EXPECT_EQ(raw["note"].get<std::string>().rfind("caf\xc3\xa9 ", 0), 0u) << shown.out;
+  CliResult text = Run({"dlq", "show", id, "--ns", kNs});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("raw fields (the malformed entry as its writer sent it):\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("  order_id = 42\n"), std::string::npos) << text.out;
+  EXPECT_NE(Run({"task", "show", id, "--ns", kNs}).out.find("  order_id = 42\n"),
+            std::string::npos);
+  // Replaying it cannot make a valid task: refused with the hint, the task stays dead.
+  CliResult replay = Run({"dlq", "replay", id, "--ns", kNs});
+  EXPECT_EQ(replay.exit_code, 4) << replay.err;
+}
+
 TEST_F(CliTest, PayloadFileEnqueuesPayloadsTooBigForAnArgument) {
   // 300 KiB: more than one command-line argument may hold (128 KiB), within the contract's 512 KiB.
   const std::string payload =

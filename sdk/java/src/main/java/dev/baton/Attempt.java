@@ -1,0 +1,114 @@
+package dev.baton;
+
+import dev.baton.internal.Tracing;
+import java.time.Instant;
+import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One run of one task: the handler on the type's executor, its execution_timeout timer, and the
+ * single outcome (ack, fail or timeout) whichever comes first. At the deadline the attempt is
+ * failed as a timeout right away and the handler's thread is interrupted; a handler that ignores
+ * the interrupt keeps its thread, but its result is dropped and its lease is no longer renewed.
+ */
+final class Attempt {
+    private final TypeRunner runner;
+    final Task task;
+    private final AtomicBoolean settled = new AtomicBoolean();
+    private volatile Future<?> future;
+    private volatile ScheduledFuture<?> timer;
+    private volatile Thread thread;
+
+    Attempt(TypeRunner runner, Task task) {
+        this.runner = runner;
+        this.task = task;
+    }
+
+    void start() {
+        future = runner.executor().submit(this::execute);
+        task.executionTimeout().ifPresent(limit -> {
+            task.deadline(Instant.now().plus(limit));
+            timer = runner.ctx().timers.schedule(this::timeOut, limit.toMillis(), TimeUnit.MILLISECONDS);
+        });
+    }
+
+    private void execute() {
+        thread = Thread.currentThread();
+        Tracing.Span span = Tracing.startConsumer("baton.process " + task.taskType(), task.traceparent().orElse(null),
+                "baton.namespace", task.namespace(), "baton.task_type", task.taskType(),
+                "baton.task_id", task.taskId(), "baton.attempt", Integer.toString(task.attempt()));
+        Throwable error = null;
+        try {
+            runner.handler().handle(task);
+        } catch (Throwable t) {
+            error = t;
+        } finally {
+            span.end(error);
+            thread = null;
+        }
+        // no interrupt into the Redis calls below (their retry pauses sleep); a late one from our
+        // own timeout or lost lease is cleared by the executor before the thread's next task
+        Thread.interrupted();
+        if (settled.compareAndSet(false, true)) {
+            finish();
+            if (error == null) {
+                runner.acks().add(task.taskId(), task.streamId());
+            } else {
+                runner.fail(task, Failure.of(error));
+            }
+        }
+    }
+
+    private void timeOut() {
+        if (!settled.compareAndSet(false, true)) {
+            return;
+        }
+        Thread stuck = thread;
+        long limit = task.executionTimeout().orElseThrow().getSeconds();
+        String stack = Failure.stackOf(stuck, "dev.baton.TimeoutException: execution_timeout of " + limit
+                + " s exceeded; the handler was at:");
+        Future<?> f = future;
+        if (f != null) {
+            f.cancel(true);
+        }
+        finish();
+        runner.ctx().counters.timedOut.increment();
+        runner.ctx().background.execute(() -> runner.fail(task,
+                new Failure("timeout", "execution_timeout of " + limit + " s exceeded", stack)));
+    }
+
+    /**
+     * The lease was taken back (the heartbeat no longer holds it; the task may already run
+     * elsewhere): stop working on it. The handler is interrupted and its result dropped.
+     */
+    void lose() {
+        if (!settled.compareAndSet(false, true)) {
+            return;
+        }
+        Future<?> f = future;
+        if (f != null) {
+            f.cancel(true);
+        }
+        finish();
+        runner.ctx().counters.lost.increment();
+        WorkerContext.LOG.log(System.Logger.Level.WARNING, "lease of " + task + " was taken back; handler interrupted");
+    }
+
+    /** Interrupts a handler still running at the end of a shutdown's grace period. */
+    void abandon() {
+        Future<?> f = future;
+        if (f != null) {
+            f.cancel(true);
+        }
+    }
+
+    private void finish() {
+        ScheduledFuture<?> t = timer;
+        if (t != null) {
+            t.cancel(false);
+        }
+        runner.finished(this);
+    }
+}

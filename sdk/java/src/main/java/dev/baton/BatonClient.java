@@ -1,0 +1,181 @@
+package dev.baton;
+
+import dev.baton.internal.Keys;
+import dev.baton.internal.Protocol;
+import dev.baton.internal.Redis;
+import dev.baton.internal.Replies;
+import dev.baton.internal.Threads;
+import dev.baton.internal.Tracing;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+
+/**
+ * The producer: enqueues tasks through {@code baton_v2_enqueue}. Thread-safe; one per
+ * application is enough (it holds a connection pool). Close it when done.
+ *
+ * <pre>{@code
+ * try (BatonClient client = BatonClient.connect("redis://127.0.0.1:6379")) {
+ *     EnqueueResult r = client.enqueue(TaskRequest.builder("orders", "settle")
+ *             .payloadJson("{\"order\":42}").build());
+ * }
+ * }</pre>
+ */
+public final class BatonClient implements AutoCloseable {
+    /** Tasks per enqueue call in {@link #enqueueAll(List)}. */
+    static final int BATCH = 256;
+
+    private final Redis redis;
+    private final ExecutorService async;
+    private final EnqueueCoalescer coalescer = new EnqueueCoalescer(this::call);
+    private volatile boolean checkVersion;
+
+    private BatonClient(Redis redis) {
+        this.redis = redis;
+        this.async = Threads.perTask("baton-client");
+    }
+
+    /**
+     * Connects and checks the functions library version.
+     *
+     * @param redisUrl {@code redis://host:port[/db]}
+     * @return the client
+     * @throws BatonException {@code unavailable} or {@code version_mismatch}
+     */
+    public static BatonClient connect(String redisUrl) {
+        Redis r = new Redis(redisUrl, 16);
+        try {
+            r.checkVersion();
+        } catch (RuntimeException e) {
+            r.close();
+            throw e;
+        }
+        return new BatonClient(r);
+    }
+
+    /**
+     * Enqueues one task. Concurrent calls for one namespace and type share Redis calls: while
+     * one is in flight the others wait and then go together (a lone caller is never delayed).
+     *
+     * @param request the task
+     * @return its outcome
+     * @throws BatonException on a refused call or when Redis is unavailable
+     */
+    public EnqueueResult enqueue(TaskRequest request) {
+        return coalescer.enqueue(request);
+    }
+
+    /**
+     * Enqueues tasks in as few calls as possible (consecutive tasks of one namespace and type
+     * share a call, which is atomic). Results are in request order.
+     *
+     * @param requests the tasks
+     * @return one outcome per task
+     */
+    public List<EnqueueResult> enqueueAll(List<TaskRequest> requests) {
+        List<EnqueueResult> out = new ArrayList<>(requests.size());
+        int i = 0;
+        while (i < requests.size()) {
+            TaskRequest first = requests.get(i);
+            int j = i + 1;
+            while (j < requests.size() && j - i < BATCH && sameQueue(first, requests.get(j))) {
+                j++;
+            }
+            out.addAll(call(requests.subList(i, j)));
+            i = j;
+        }
+        return out;
+    }
+
+    /**
+     * @param request the task
+     * @return its outcome, completed on another thread
+     */
+    public CompletableFuture<EnqueueResult> enqueueAsync(TaskRequest request) {
+        return CompletableFuture.supplyAsync(() -> enqueue(request), async);
+    }
+
+    /**
+     * @param requests the tasks
+     * @return their outcomes, completed on another thread
+     */
+    public CompletableFuture<List<EnqueueResult>> enqueueAllAsync(List<TaskRequest> requests) {
+        List<TaskRequest> copy = List.copyOf(requests);
+        return CompletableFuture.supplyAsync(() -> enqueueAll(copy), async);
+    }
+
+    private static boolean sameQueue(TaskRequest a, TaskRequest b) {
+        return a.namespace().equals(b.namespace()) && a.taskType().equals(b.taskType());
+    }
+
+    private List<EnqueueResult> call(List<TaskRequest> batch) {
+        TaskRequest first = batch.get(0);
+        Keys keys = new Keys(first.namespace(), first.taskType());
+        long now = System.currentTimeMillis();
+        List<byte[]> args = new ArrayList<>(1 + 10 * batch.size());
+        List<String> uniques = new ArrayList<>();
+        List<String> ids = new ArrayList<>(batch.size());
+        args.add(utf8(Integer.toString(batch.size())));
+        for (TaskRequest r : batch) {
+            String id = r.taskId() != null ? r.taskId() : UuidV7.generate(now);
+            ids.add(id);
+            ObjectNode extra = r.extraRef();
+            String traceparent = extra.has("trace") ? null : Tracing.currentTraceparent();
+            if (traceparent != null) {
+                extra = extra.deepCopy();
+                extra.putObject("trace").put("traceparent", traceparent);
+            }
+            args.add(utf8(id));
+            args.add(r.payloadRef());
+            args.add(utf8(Integer.toString(r.maxRetry())));
+            args.add(utf8(Long.toString(r.delaySeconds())));
+            args.add(utf8(Long.toString(now / 1000)));
+            args.add(utf8(r.executionTimeout() == null ? "" : r.executionTimeout().toString()));
+            args.add(extra.isEmpty() ? new byte[0] : utf8(extra.toString()));
+            args.add(utf8(r.runAtMs() == null ? "0" : r.runAtMs().toString()));
+            args.add(utf8(r.uniqueKey() == null ? "" : r.uniqueKey()));
+            args.add(utf8(Long.toString(r.uniqueKey() == null ? 0 : r.uniqueTtlSeconds())));
+            if (r.uniqueKey() != null) {
+                uniques.add(r.uniqueKey());
+            }
+        }
+        Object reply = invoke(() -> redis.fcall(Protocol.ENQUEUE, keys, uniques, args));
+        List<Object> pairs = Replies.list(reply);
+        List<EnqueueResult> out = new ArrayList<>(batch.size());
+        for (int k = 0; k < batch.size(); k++) {
+            List<Object> p = Replies.list(pairs.get(k));
+            out.add(new EnqueueResult(ids.get(k), EnqueueStatus.fromWire(Replies.string(p.get(0))),
+                    Replies.string(p.get(1))));
+        }
+        return out;
+    }
+
+    /** Runs a call; after a connection failure the next call first re-checks the library version. */
+    private Object invoke(java.util.function.Supplier<Object> op) {
+        if (checkVersion) {
+            redis.checkVersion();
+            checkVersion = false;
+        }
+        try {
+            return op.get();
+        } catch (BatonException e) {
+            if (e.code() == ErrorCode.UNAVAILABLE) {
+                checkVersion = true;
+            }
+            throw e;
+        }
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public void close() {
+        async.shutdown();
+        redis.close();
+    }
+}

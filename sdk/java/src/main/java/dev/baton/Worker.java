@@ -1,0 +1,303 @@
+package dev.baton;
+
+import dev.baton.internal.Redis;
+import dev.baton.internal.Threads;
+import java.lang.management.ManagementFactory;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs handlers for task types: per (namespace, type) a fetch loop with its own concurrency and
+ * executor, batched fetches and acks, lease heartbeats, enforced execution_timeout, retries
+ * recorded with the Java stack trace, reconnect after Redis loss, graceful shutdown.
+ *
+ * <pre>{@code
+ * Worker worker = Worker.builder("redis://127.0.0.1:6379").build();
+ * worker.handle("orders", "settle", task -> settle(task.payloadAs(Settle.class)));
+ * worker.installShutdownHook(Duration.ofSeconds(30));
+ * worker.start();
+ * }</pre>
+ */
+public final class Worker implements AutoCloseable {
+    private final WorkerContext ctx;
+    private final boolean maintenance;
+    private final Map<String, TypeRunner> runners = new LinkedHashMap<>();
+    private final List<Thread> threads = new ArrayList<>();
+    private final List<ExecutorService> ownedExecutors = new ArrayList<>();
+    private boolean started;
+    private boolean stopped;
+
+    private Worker(Builder b) {
+        Redis redis = new Redis(b.redisUrl, 64);
+        try {
+            redis.checkVersion();
+        } catch (RuntimeException e) {
+            redis.close();
+            throw e;
+        }
+        ScheduledExecutorService timers = Executors.newScheduledThreadPool(2, Threads.daemon("baton-timer"));
+        ctx = new WorkerContext(redis, b.group, b.consumer, b.retry, b.batch, b.blockMs, timers,
+                Threads.perTask("baton-background"));
+        maintenance = b.maintenance;
+    }
+
+    /**
+     * @param redisUrl {@code redis://host:port[/db]}
+     * @return a builder with the defaults
+     */
+    public static Builder builder(String redisUrl) {
+        return new Builder(redisUrl);
+    }
+
+    /**
+     * @return this worker's consumer name (in the consumer group and in error records)
+     */
+    public String consumerName() {
+        return ctx.consumer;
+    }
+
+    /**
+     * Registers a handler with the default options.
+     *
+     * @param namespace the namespace
+     * @param taskType the task type
+     * @param handler the handler
+     * @return this
+     */
+    public Worker handle(String namespace, String taskType, TaskHandler handler) {
+        return handle(namespace, taskType, handler, HandlerOptions.DEFAULT);
+    }
+
+    /**
+     * Registers a handler; must be called before {@link #start()}.
+     *
+     * @param namespace the namespace
+     * @param taskType the task type
+     * @param handler the handler
+     * @param options concurrency, executor and lease of this type
+     * @return this
+     */
+    public synchronized Worker handle(String namespace, String taskType, TaskHandler handler, HandlerOptions options) {
+        Rules.name("namespace", namespace);
+        Rules.name("task_type", taskType);
+        if (started) {
+            throw new IllegalStateException("handle() after start()");
+        }
+        String key = namespace + "/" + taskType;
+        if (runners.containsKey(key)) {
+            throw BatonException.invalid("task_type", "already has a handler in namespace " + namespace);
+        }
+        ExecutorService ex = options.executor();
+        if (ex == null) {
+            ex = Threads.perTask("baton-" + taskType);
+            ownedExecutors.add(ex);
+        }
+        runners.put(key, new TypeRunner(ctx, namespace, taskType, handler, options, ex));
+        return this;
+    }
+
+    /** Starts the fetch loops, ack batchers, heartbeats (and maintenance); returns at once. */
+    public synchronized void start() {
+        if (started) {
+            return;
+        }
+        if (runners.isEmpty()) {
+            throw new IllegalStateException("no handler registered");
+        }
+        started = true;
+        for (TypeRunner r : runners.values()) {
+            String name = r.keys().namespace() + "/" + r.keys().type();
+            threads.add(daemon("baton-fetch-" + name, r));
+            threads.add(daemon("baton-ack-" + name, r.acks()));
+            long beat = Math.max(100, r.leaseMs() / 3);
+            ctx.timers.scheduleWithFixedDelay(() -> ctx.background.execute(r::heartbeat), beat, beat,
+                    TimeUnit.MILLISECONDS);
+            if (maintenance) {
+                Maintenance m = new Maintenance(ctx, r.keys());
+                ctx.timers.scheduleWithFixedDelay(() -> ctx.background.execute(m), 0, 500, TimeUnit.MILLISECONDS);
+            }
+        }
+    }
+
+    private static Thread daemon(String name, Runnable r) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    /**
+     * Stops gracefully: no new fetches; running attempts get {@code grace} to finish and are
+     * acked or failed; what still runs after that is interrupted and left to its lease (it runs
+     * again elsewhere); queued acks are sent; connections close. Idempotent.
+     *
+     * @param grace how long running attempts may take
+     */
+    public synchronized void shutdown(Duration grace) {
+        if (stopped) {
+            return;
+        }
+        stopped = true;
+        ctx.fetching = false;
+        long end = System.nanoTime() + grace.toNanos();
+        joinFetchers(end);
+        while (System.nanoTime() < end && runners.values().stream().anyMatch(r -> r.runningCount() > 0)) {
+            WorkerContext.sleep(20);
+        }
+        runners.values().forEach(TypeRunner::abandonRunning);
+        runners.values().forEach(r -> r.acks().stop());
+        for (Thread t : threads) {
+            try {
+                t.join(10000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        ctx.closed = true;
+        ctx.timers.shutdownNow();
+        ctx.background.shutdown();
+        try {
+            ctx.background.awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        ownedExecutors.forEach(ExecutorService::shutdownNow);
+        ctx.redis.close();
+    }
+
+    private void joinFetchers(long endNanos) {
+        for (Thread t : threads) {
+            if (t.getName().startsWith("baton-fetch-")) {
+                try {
+                    t.join(Math.max(1, Math.max(ctx.blockMs + 2000, (endNanos - System.nanoTime()) / 1_000_000)));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
+    /** Shuts down with a 30 s grace period. */
+    @Override
+    public void close() {
+        shutdown(Duration.ofSeconds(30));
+    }
+
+    /**
+     * Registers a JVM shutdown hook (SIGTERM, SIGINT, System.exit) that calls {@link
+     * #shutdown(Duration)}.
+     *
+     * @param grace the grace period for running attempts
+     * @return the hook thread (to remove it with {@link Runtime#removeShutdownHook(Thread)})
+     */
+    public Thread installShutdownHook(Duration grace) {
+        Thread hook = new Thread(() -> shutdown(grace), "baton-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        return hook;
+    }
+
+    /**
+     * @return counters since start
+     */
+    public WorkerStats stats() {
+        return ctx.counters.snapshot();
+    }
+
+    /** Settings of a {@link Worker}. */
+    public static final class Builder {
+        private final String redisUrl;
+        private String group = "baton";
+        private String consumer = defaultConsumer();
+        private RetryPolicy retry = RetryPolicy.DEFAULT;
+        private int batch = 32;
+        private long blockMs = 1000;
+        private boolean maintenance;
+
+        private Builder(String redisUrl) {
+            this.redisUrl = redisUrl;
+        }
+
+        private static String defaultConsumer() {
+            String host = ManagementFactory.getRuntimeMXBean().getName();
+            return "java-" + host.replaceAll("[^A-Za-z0-9_.@-]", "_") + "-"
+                    + UUID.randomUUID().toString().substring(0, 8);
+        }
+
+        /**
+         * @param name consumer name, unique per worker process (default java-PID@HOST-RANDOM)
+         * @return this
+         */
+        public Builder consumerName(String name) {
+            this.consumer = name;
+            return this;
+        }
+
+        /**
+         * @param name the consumer group (default {@code baton}, shared by every Baton worker)
+         * @return this
+         */
+        public Builder group(String name) {
+            this.group = name;
+            return this;
+        }
+
+        /**
+         * @param policy retry backoff (default 2 s doubling to 10 min)
+         * @return this
+         */
+        public Builder retry(RetryPolicy policy) {
+            this.retry = policy;
+            return this;
+        }
+
+        /**
+         * @param n most tasks one dequeue fetches, 1..1000 (default 32)
+         * @return this
+         */
+        public Builder batch(int n) {
+            if (n < 1 || n > 1000) {
+                throw BatonException.invalid("batch", "must be 1..1000 (got " + n + ")");
+            }
+            this.batch = n;
+            return this;
+        }
+
+        /**
+         * @param d how long an idle fetch loop blocks on XREAD between checks (default 1 s)
+         * @return this
+         */
+        public Builder idleBlock(Duration d) {
+            this.blockMs = Math.max(1, d.toMillis());
+            return this;
+        }
+
+        /**
+         * @param on run promotion of due tasks and reclaim of expired leases in this process
+         *     (for setups without batond; default off)
+         * @return this
+         */
+        public Builder maintenance(boolean on) {
+            this.maintenance = on;
+            return this;
+        }
+
+        /**
+         * Connects and checks the library version.
+         *
+         * @return the worker (not started)
+         */
+        public Worker build() {
+            return new Worker(this);
+        }
+    }
+}

@@ -1,0 +1,52 @@
+package dev.baton.internal;
+
+/**
+ * W3C trace context and optional OpenTelemetry spans. OpenTelemetry is used only when {@code
+ * opentelemetry-api} is on the application's classpath (it is an optional dependency); every
+ * OpenTelemetry type lives in {@link OtelBridge}, loaded only then.
+ */
+public final class Tracing {
+    private static final boolean OTEL = present("io.opentelemetry.api.GlobalOpenTelemetry");
+
+    private Tracing() {}
+
+    private static boolean present(String cls) {
+        try {
+            Class.forName(cls, false, Tracing.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        }
+    }
+
+    /** @return whether spans are made (opentelemetry-api is on the classpath) */
+    public static boolean enabled() {
+        return OTEL;
+    }
+
+    /** @return the traceparent of the current OpenTelemetry span, or null */
+    public static String currentTraceparent() {
+        return OTEL ? OtelBridge.currentTraceparent() : null;
+    }
+
+    /** A started span; {@link #end(Throwable)} closes it. */
+    public interface Span {
+        /** @param error the attempt's failure, or null */
+        void end(Throwable error);
+    }
+
+    private static final Span NONE = error -> { };
+
+    /**
+     * Starts a consumer span for one attempt, child of the task's traceparent, and makes it
+     * current on this thread.
+     *
+     * @param name span name
+     * @param traceparent the task's traceparent, or null
+     * @param attributes alternating attribute names and values
+     * @return the span (a no-op without OpenTelemetry)
+     */
+    public static Span startConsumer(String name, String traceparent, String... attributes) {
+        return OTEL ? OtelBridge.startConsumer(name, traceparent, attributes) : NONE;
+    }
+}
