@@ -29,7 +29,9 @@ install(EXPORT batonTargets
 set(BATON_CONFIG_EXTRA_DEPENDENCIES "")
 get_target_property(_baton_links baton LINK_LIBRARIES)
 foreach(_lib IN LISTS _baton_links)
-  if(_lib MATCHES "^\\$<" OR NOT _lib MATCHES "::")
+  # "::@(...)" / "::@" bracket entries added by target_link_libraries() called from another
+  # directory (CMake records the caller's scope); plain names (backtrace, dl) need no package.
+  if(_lib MATCHES "^\\$<" OR _lib MATCHES "^::@" OR NOT _lib MATCHES "::")
     continue()
   endif()
   string(REGEX REPLACE "::.*$" "" _package "${_lib}")

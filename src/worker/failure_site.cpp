@@ -9,6 +9,8 @@
 
 namespace baton::internal {
 
+extern const bool kThrowHookLinked;  // worker/throw_hook.cpp
+
 namespace {
 
 // The worker's frames below a handler: where every failure site's listing stops.
@@ -49,7 +51,7 @@ void ObserveErrorStatus(const Status& status) {
 
 FailureSiteScope::FailureSiteScope() {
   t_sites = Sites{};
-  t_sites.active = true;
+  t_sites.active = kThrowHookLinked;
   SetThreadErrorStatusObserver(ObserveErrorStatus);
 }
 

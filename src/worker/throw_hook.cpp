@@ -13,6 +13,13 @@
 
 #include "worker/failure_site.h"
 
+namespace baton::internal {
+// Referenced by FailureSiteScope: whoever links the worker runtime links this file too, even
+// when a library earlier on the link line (a sanitizer's runtime) already defines __cxa_throw, so
+// the linker would otherwise never pull this archive member in.
+extern const bool kThrowHookLinked = true;
+}  // namespace baton::internal
+
 namespace {
 
 using CxaThrow = void (*)(void*, void*, void (*)(void*));
