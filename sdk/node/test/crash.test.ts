@@ -1,31 +1,21 @@
 // Crash recovery: a worker process killed with SIGKILL in the middle of its tasks loses nothing.
 // Its leases end (nobody heartbeats them), another worker's maintenance takes the tasks back
 // (kind lease_expired) and runs them; every task ends done.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, type Task } from '../src/index.js';
-import { RedisServer, waitFor } from './helpers/redis_server.js';
-import { attemptErrors, isDone, quietWorker, uniqueNs } from './helpers/baton.js';
+import { type Task } from '../src/index.js';
+import { waitFor } from './helpers/redis_server.js';
+import { attemptErrors, isDone, quietWorker, serverAndClient, uniqueNs } from './helpers/baton.js';
 import { Child } from './helpers/child.js';
 
-let server: RedisServer;
-let client: Client;
-
-before(async () => {
-  server = await RedisServer.start();
-  client = await Client.connect({ redis: server.url });
-});
-after(async () => {
-  await client.close();
-  await server.close();
-});
+const env = serverAndClient();
 
 test('kill -9 of a worker mid-run: every task still runs to done', async () => {
   const ns = uniqueNs();
-  const child = new Child('crash_worker.js', [server.url, ns]);
+  const child = new Child('crash_worker.js', [env.server.url, ns]);
   try {
     await child.line('ready');
-    const tasks = await client.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ namespace: ns, taskType: 'job', payload: { i } })));
+    const tasks = await env.client.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ namespace: ns, taskType: 'job', payload: { i } })));
     await waitFor('some finished', () => child.lines.filter((l) => 'finished' in l).length >= 8);
     child.kill('SIGKILL');
     await child.exited;
@@ -34,13 +24,13 @@ test('kill -9 of a worker mid-run: every task still runs to done', async () => {
     assert.ok(interrupted.length > 0, 'the kill interrupted running tasks');
 
     const ranHere: string[] = [];
-    const rescuer = quietWorker(server.url, { maintenance: true })
+    const rescuer = quietWorker(env.server.url, { maintenance: true })
       .register(ns, 'job', (task: Task) => {
         ranHere.push(task.taskId);
       }, { concurrency: 8, leaseMs: 1000, retry: { baseMs: 50, maxMs: 100 } });
     await rescuer.start();
     try {
-      const r = server.redis();
+      const r = env.server.redis();
       await waitFor('all 40 done', async () => {
         for (const t of tasks) if (!(await isDone(r, ns, t.taskId))) return false;
         return true;

@@ -1,31 +1,21 @@
 // The producer against a real redis-server: outcomes, batching, validation, cancel, settings.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BatonError, Client, isUuidV7, rawJson } from '../src/index.js';
 import { RedisServer } from './helpers/redis_server.js';
-import { dequeueValues, record, uniqueNs, type DeliveredValues } from './helpers/baton.js';
+import { type DeliveredValues, dequeueValues, record, serverAndClient, uniqueNs } from './helpers/baton.js';
 
-let server: RedisServer;
-let client: Client;
-
-before(async () => {
-  server = await RedisServer.start();
-  client = await Client.connect({ redis: server.url });
-});
-after(async () => {
-  await client.close();
-  await server.close();
-});
+const env = serverAndClient();
 
 test('enqueue: queued, then duplicate for the same id; the entry holds the exact fields', async () => {
   const ns = uniqueNs();
   const before = Math.floor(Date.now() / 1000);
-  const first = await client.enqueue(ns, 'email', rawJson('{"to": "ada@example.com", "n": 1.10}'), { maxRetry: 2, executionTimeout: 30, headers: { who: 'test' } });
+  const first = await env.client.enqueue(ns, 'email', rawJson('{"to": "ada@example.com", "n": 1.10}'), { maxRetry: 2, executionTimeout: 30, headers: { who: 'test' } });
   assert.equal(first.status, 'queued');
   assert.ok(isUuidV7(first.taskId), first.taskId);
-  const again = await client.enqueue(ns, 'email', { x: 1 }, { taskId: first.taskId });
+  const again = await env.client.enqueue(ns, 'email', { x: 1 }, { taskId: first.taskId });
   assert.deepEqual(again, { status: 'duplicate', taskId: first.taskId, state: 'queued' });
-  const delivered = await dequeueValues(server.redis(), ns, 'email');
+  const delivered = await dequeueValues(env.server.redis(), ns, 'email');
   assert.equal(delivered.length, 1);
   const f = delivered[0] as DeliveredValues;
   assert.equal(f.id, first.taskId);
@@ -37,28 +27,28 @@ test('enqueue: queued, then duplicate for the same id; the entry holds the exact
   assert.deepEqual(JSON.parse(f.extra as string), { headers: { who: 'test' } });
   const createdAt = Number(f.created_at);
   assert.ok(createdAt >= before && createdAt <= before + 5, `created_at in seconds: ${createdAt}`);
-  assert.equal(await record(server.redis(), ns, first.taskId), `queued|email|0|${f.sid}`);
+  assert.equal(await record(env.server.redis(), ns, first.taskId), `queued|email|0|${f.sid}`);
 });
 
 test('enqueue: delayed and run-at tasks are scheduled on the server clock', async () => {
   const ns = uniqueNs();
   const t0 = Date.now();
-  const delayed = await client.enqueue(ns, 'report', {}, { delaySeconds: 60 });
+  const delayed = await env.client.enqueue(ns, 'report', {}, { delaySeconds: 60 });
   assert.equal(delayed.status, 'scheduled');
   assert.ok(delayed.status === 'scheduled' && delayed.dueMs >= t0 + 59000 && delayed.dueMs <= Date.now() + 61000);
   const at = new Date(Date.now() + 3600_000);
-  const runAt = await client.enqueue(ns, 'report', {}, { runAt: at });
+  const runAt = await env.client.enqueue(ns, 'report', {}, { runAt: at });
   assert.ok(runAt.status === 'scheduled' && runAt.dueMs === at.getTime());
-  assert.equal(await server.redis().zcard(`baton:v2:{${ns}}:scheduled:report`), 2);
+  assert.equal(await env.server.redis().zcard(`baton:v2:{${ns}}:scheduled:report`), 2);
 });
 
 test('enqueue: a unique key refuses a second task while held', async () => {
   const ns = uniqueNs();
-  const a = await client.enqueue(ns, 'sync', {}, { uniqueKey: 'user-7', uniqueTtlSeconds: 60 });
-  const b = await client.enqueue(ns, 'sync', {}, { uniqueKey: 'user-7', uniqueTtlSeconds: 60 });
+  const a = await env.client.enqueue(ns, 'sync', {}, { uniqueKey: 'user-7', uniqueTtlSeconds: 60 });
+  const b = await env.client.enqueue(ns, 'sync', {}, { uniqueKey: 'user-7', uniqueTtlSeconds: 60 });
   assert.equal(a.status, 'queued');
   assert.deepEqual(b, { status: 'unique_conflict', taskId: b.taskId, holderId: a.taskId });
-  await assert.rejects(client.enqueue(ns, 'sync', {}, { uniqueKey: 'k' }), (e: BatonError) => e.field === 'unique_ttl');
+  await assert.rejects(env.client.enqueue(ns, 'sync', {}, { uniqueKey: 'k' }), (e: BatonError) => e.field === 'unique_ttl');
 });
 
 test('enqueueMany: one round trip, results in request order across types and namespaces', async () => {
@@ -68,7 +58,7 @@ test('enqueueMany: one round trip, results in request order across types and nam
     namespace: i % 3 === 0 ? ns2 : ns, taskType: i % 2 === 0 ? 'even' : 'odd', payload: { i },
     options: i === 5 ? { delaySeconds: 10 } : {},
   }));
-  const results = await client.enqueueMany(requests);
+  const results = await env.client.enqueueMany(requests);
   assert.equal(results.length, 600);
   assert.equal(results[5]?.status, 'scheduled');
   assert.equal(results.filter((r) => r.status === 'queued').length, 599);
@@ -76,29 +66,29 @@ test('enqueueMany: one round trip, results in request order across types and nam
   // Ids made in one process sort in creation order.
   const ids = results.map((r) => r.taskId);
   assert.deepEqual([...ids].sort(), ids);
-  const entries = await dequeueValues(server.redis(), ns, 'odd', 1000);
+  const entries = await dequeueValues(env.server.redis(), ns, 'odd', 1000);
   assert.deepEqual(entries.map((e) => JSON.parse(e.payload).i), requests.map((r, i) => (r.namespace === ns && r.taskType === 'odd' && i !== 5 ? i : -1)).filter((i) => i >= 0));
-  assert.ok(await server.redis().sismember('baton:v2:namespaces', ns2));
+  assert.ok(await env.server.redis().sismember('baton:v2:namespaces', ns2));
 });
 
 test('validation: the field and the rule, and nothing written', async () => {
   const ns = uniqueNs();
   const cases: [() => Promise<unknown>, string, RegExp][] = [
-    [() => client.enqueue(ns, 'x', {}, { maxRetry: 99 }), 'max_retry', /^max_retry: must be an integer 0\.\.25 \(got 99\)$/],
-    [() => client.enqueue(ns, 'x', {}, { maxRetry: 2.5 }), 'max_retry', /got 2\.5/],
-    [() => client.enqueue(ns, 'x', {}, { delaySeconds: -1 }), 'delay_seconds', /0\.\.31536000/],
-    [() => client.enqueue(ns, 'x', {}, { executionTimeout: 0 }), 'execution_timeout', /1\.\.86400/],
-    [() => client.enqueue(ns, 'x', [1, 2]), 'payload', /must be a JSON object \(got array\)/],
-    [() => client.enqueue(ns, 'x', rawJson('{"a":')), 'payload', /not valid JSON/],
-    [() => client.enqueue(ns, 'x', rawJson('[1]')), 'payload', /got array/],
-    [() => client.enqueue(ns, 'x', { blob: 'x'.repeat(524278) }), 'payload', /at most 524288 bytes serialized \(got 524289\)/],
-    [() => client.enqueue(ns, 'bad|type', {}), 'task_type', /must be a string matching/],
-    [() => client.enqueue('{ns}', 'x', {}), 'namespace', /must be a string matching/],
-    [() => client.enqueue(ns, 'x', {}, { taskId: '' }), 'task_id', /must be a string matching/],
-    [() => client.enqueue(ns, 'x', {}, { trace: { traceparent: 'x'.repeat(257) } }), 'trace.traceparent', /at most 256 characters/],
-    [() => client.enqueue(ns, 'x', {}, { headers: { note: 5 as unknown as string } }), 'headers.note', /must be a string/],
-    [() => client.enqueue(ns, 'x', {}, { extra: { max_retry: 1 } }), 'extra', /contract field/],
-    [() => client.enqueueMany([{ namespace: ns, taskType: 'x', payload: {} }, { namespace: ns, taskType: 'x', payload: {}, options: { maxRetry: -1 } }]),
+    [() => env.client.enqueue(ns, 'x', {}, { maxRetry: 99 }), 'max_retry', /^max_retry: must be an integer 0\.\.25 \(got 99\)$/],
+    [() => env.client.enqueue(ns, 'x', {}, { maxRetry: 2.5 }), 'max_retry', /got 2\.5/],
+    [() => env.client.enqueue(ns, 'x', {}, { delaySeconds: -1 }), 'delay_seconds', /0\.\.31536000/],
+    [() => env.client.enqueue(ns, 'x', {}, { executionTimeout: 0 }), 'execution_timeout', /1\.\.86400/],
+    [() => env.client.enqueue(ns, 'x', [1, 2]), 'payload', /must be a JSON object \(got array\)/],
+    [() => env.client.enqueue(ns, 'x', rawJson('{"a":')), 'payload', /not valid JSON/],
+    [() => env.client.enqueue(ns, 'x', rawJson('[1]')), 'payload', /got array/],
+    [() => env.client.enqueue(ns, 'x', { blob: 'x'.repeat(524278) }), 'payload', /at most 524288 bytes serialized \(got 524289\)/],
+    [() => env.client.enqueue(ns, 'bad|type', {}), 'task_type', /must be a string matching/],
+    [() => env.client.enqueue('{ns}', 'x', {}), 'namespace', /must be a string matching/],
+    [() => env.client.enqueue(ns, 'x', {}, { taskId: '' }), 'task_id', /must be a string matching/],
+    [() => env.client.enqueue(ns, 'x', {}, { trace: { traceparent: 'x'.repeat(257) } }), 'trace.traceparent', /at most 256 characters/],
+    [() => env.client.enqueue(ns, 'x', {}, { headers: { note: 5 as unknown as string } }), 'headers.note', /must be a string/],
+    [() => env.client.enqueue(ns, 'x', {}, { extra: { max_retry: 1 } }), 'extra', /contract field/],
+    [() => env.client.enqueueMany([{ namespace: ns, taskType: 'x', payload: {} }, { namespace: ns, taskType: 'x', payload: {}, options: { maxRetry: -1 } }]),
       'max_retry', /^requests\[1\]: max_retry: /],
   ];
   for (const [call, field, message] of cases) {
@@ -110,18 +100,18 @@ test('validation: the field and the rule, and nothing written', async () => {
       return true;
     });
   }
-  assert.deepEqual(await server.redis().keys(`baton:v2:{${ns}}:*`), []);
+  assert.deepEqual(await env.server.redis().keys(`baton:v2:{${ns}}:*`), []);
   // A payload at the limit is fine.
-  assert.equal((await client.enqueue(ns, 'x', { blob: 'x'.repeat(524277) })).status, 'queued');
+  assert.equal((await env.client.enqueue(ns, 'x', { blob: 'x'.repeat(524277) })).status, 'queued');
 });
 
 test('payload: raw text byte for byte, big numbers from bigint and LosslessNumber exactly', async () => {
   const ns = uniqueNs();
   const text = '{"big":12345678901234567890123, "f":1.10,"z":-0,"e":1e308,"s":"caf\\u00e9 \u{1F600}"}';
-  const r1 = await client.enqueue(ns, 'p', rawJson(Buffer.from(text)));
-  const r2 = await client.enqueue(ns, 'p', { big: 12345678901234567890123n, n: 1 });
+  const r1 = await env.client.enqueue(ns, 'p', rawJson(Buffer.from(text)));
+  const r2 = await env.client.enqueue(ns, 'p', { big: 12345678901234567890123n, n: 1 });
   assert.equal(r1.status, 'queued');
-  const payloads = (await dequeueValues(server.redis(), ns, 'p')).map((e) => e.payload);
+  const payloads = (await dequeueValues(env.server.redis(), ns, 'p')).map((e) => e.payload);
   assert.equal(payloads[0], text);
   assert.equal(payloads[1], '{"big":12345678901234567890123,"n":1}');
   assert.equal(r2.status, 'queued');
@@ -130,17 +120,17 @@ test('payload: raw text byte for byte, big numbers from bigint and LosslessNumbe
 
 test('cancel and configure', async () => {
   const ns = uniqueNs();
-  const r = await client.enqueue(ns, 'c', {}, { delaySeconds: 100 });
-  await client.cancel(ns, r.taskId);
-  assert.equal(await record(server.redis(), ns, r.taskId), null);
-  assert.equal(await server.redis().hget(`baton:v2:{${ns}}:ended`, r.taskId), 'cancelled|c|0|');
-  await assert.rejects(client.cancel(ns, r.taskId), (e: BatonError) => e.code === 'not_found');
-  assert.deepEqual(await client.enqueue(ns, 'c', {}, { taskId: r.taskId }), { status: 'duplicate', taskId: r.taskId, state: 'cancelled' });
-  const settings = await client.configure(ns);
+  const r = await env.client.enqueue(ns, 'c', {}, { delaySeconds: 100 });
+  await env.client.cancel(ns, r.taskId);
+  assert.equal(await record(env.server.redis(), ns, r.taskId), null);
+  assert.equal(await env.server.redis().hget(`baton:v2:{${ns}}:ended`, r.taskId), 'cancelled|c|0|');
+  await assert.rejects(env.client.cancel(ns, r.taskId), (e: BatonError) => e.code === 'not_found');
+  assert.deepEqual(await env.client.enqueue(ns, 'c', {}, { taskId: r.taskId }), { status: 'duplicate', taskId: r.taskId, state: 'cancelled' });
+  const settings = await env.client.configure(ns);
   assert.equal(settings.lease_ms, 30000);
-  assert.equal((await client.configure(ns, { lease_ms: 5000 })).lease_ms, 5000);
-  assert.equal((await client.configure(ns, { lease_ms: '' })).lease_ms, 30000);
-  await assert.rejects(client.configure(ns, { lease_ms: 5 }), (e: BatonError) => e.code === 'invalid_argument' && e.field === 'lease_ms');
+  assert.equal((await env.client.configure(ns, { lease_ms: 5000 })).lease_ms, 5000);
+  assert.equal((await env.client.configure(ns, { lease_ms: '' })).lease_ms, 30000);
+  await assert.rejects(env.client.configure(ns, { lease_ms: 5 }), (e: BatonError) => e.code === 'invalid_argument' && e.field === 'lease_ms');
 });
 
 test('connect: refuses a Redis without the functions library, with the fix in the message', async () => {

@@ -2,24 +2,14 @@
 // non-retryable errors, rejected promises, values that are not Errors, and execution_timeout
 // through the handler's AbortSignal. (Rejections a handler forgot to await and exceptions from
 // its timers are in isolation.test.ts: they need a process without the test runner's listeners.)
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Client, NonRetryableError, type FailedAttempt } from '../src/index.js';
-import { RedisServer, waitFor } from './helpers/redis_server.js';
-import { attemptErrors, isDead, quietWorker, uniqueNs } from './helpers/baton.js';
+import { NonRetryableError, type FailedAttempt } from '../src/index.js';
+import { waitFor } from './helpers/redis_server.js';
+import { attemptErrors, isDead, quietWorker, serverAndClient, uniqueNs } from './helpers/baton.js';
 
-let server: RedisServer;
-let client: Client;
-
-before(async () => {
-  server = await RedisServer.start();
-  client = await Client.connect({ redis: server.url });
-});
-after(async () => {
-  await client.close();
-  await server.close();
-});
+const env = serverAndClient();
 
 const fastRetry = { retry: { baseMs: 50, maxMs: 200 } };
 
@@ -31,17 +21,17 @@ test('a thrown error retries with backoff, then dead-letters with every attempt 
   const ns = uniqueNs();
   const attempts: number[] = [];
   const failed: FailedAttempt[] = [];
-  const worker = quietWorker(server.url, { maintenance: true }).register(ns, 'charge', (task) => {
+  const worker = quietWorker(env.server.url, { maintenance: true }).register(ns, 'charge', (task) => {
     attempts.push(task.attempt);
     failingHandlerNamed();
   }, fastRetry);
   worker.on('failed', (f: FailedAttempt) => failed.push(f));
   await worker.start();
   try {
-    const r = await client.enqueue(ns, 'charge', { amount: 5 }, { maxRetry: 2 });
-    await waitFor('dead', () => isDead(server.redis(), ns, 'charge', r.taskId));
+    const r = await env.client.enqueue(ns, 'charge', { amount: 5 }, { maxRetry: 2 });
+    await waitFor('dead', () => isDead(env.server.redis(), ns, 'charge', r.taskId));
     assert.deepEqual(attempts, [1, 2, 3]);
-    const errors = await attemptErrors(server.redis(), ns, r.taskId);
+    const errors = await attemptErrors(env.server.redis(), ns, r.taskId);
     assert.deepEqual(errors.map((e) => [e.attempt, e.kind]), [[1, 'error'], [2, 'error'], [3, 'error']]);
     for (const e of errors) {
       assert.equal(e.error, 'Error: card declined');
@@ -58,7 +48,7 @@ test('a thrown error retries with backoff, then dead-letters with every attempt 
 
 test('non-retryable errors, rejected promises, thrown non-Errors and causes', async () => {
   const ns = uniqueNs();
-  const worker = quietWorker(server.url, { maintenance: true })
+  const worker = quietWorker(env.server.url, { maintenance: true })
     .register(ns, 'nonretry', async () => {
       await delay(1);
       throw new NonRetryableError('bad input: no such customer');
@@ -71,12 +61,12 @@ test('non-retryable errors, rejected promises, thrown non-Errors and causes', as
   await worker.start();
   try {
     const [a, b, c, d] = await Promise.all([
-      client.enqueue(ns, 'nonretry', {}, { maxRetry: 5 }),
-      client.enqueue(ns, 'flagged', {}, { maxRetry: 5 }),
-      client.enqueue(ns, 'rejects', {}, { maxRetry: 1 }),
-      client.enqueue(ns, 'string', {}, { maxRetry: 0 }),
+      env.client.enqueue(ns, 'nonretry', {}, { maxRetry: 5 }),
+      env.client.enqueue(ns, 'flagged', {}, { maxRetry: 5 }),
+      env.client.enqueue(ns, 'rejects', {}, { maxRetry: 1 }),
+      env.client.enqueue(ns, 'string', {}, { maxRetry: 0 }),
     ]);
-    const r = server.redis();
+    const r = env.server.redis();
     await waitFor('all dead', async () => (await isDead(r, ns, 'nonretry', a.taskId)) && (await isDead(r, ns, 'flagged', b.taskId)) &&
       (await isDead(r, ns, 'rejects', c.taskId)) && (await isDead(r, ns, 'string', d.taskId)));
     const ea = await attemptErrors(r, ns, a.taskId);
@@ -99,7 +89,7 @@ test('execution_timeout aborts the handler signal and fails the attempt as a tim
   const ns = uniqueNs();
   let abortReason: unknown;
   let ignoredFinished = false;
-  const worker = quietWorker(server.url, { maintenance: true })
+  const worker = quietWorker(env.server.url, { maintenance: true })
     .register(ns, 'cooperative', async (_task, { signal, deadline }) => {
       assert.ok(deadline !== undefined && deadline > Date.now());
       try {
@@ -117,10 +107,10 @@ test('execution_timeout aborts the handler signal and fails the attempt as a tim
   try {
     const t0 = Date.now();
     const [c, i] = await Promise.all([
-      client.enqueue(ns, 'cooperative', { sleep_ms: 4000 }, { executionTimeout: 1, maxRetry: 0 }),
-      client.enqueue(ns, 'ignores', {}, { executionTimeout: 1, maxRetry: 0 }),
+      env.client.enqueue(ns, 'cooperative', { sleep_ms: 4000 }, { executionTimeout: 1, maxRetry: 0 }),
+      env.client.enqueue(ns, 'ignores', {}, { executionTimeout: 1, maxRetry: 0 }),
     ]);
-    const r = server.redis();
+    const r = env.server.redis();
     await waitFor('both dead', async () => (await isDead(r, ns, 'cooperative', c.taskId)) && (await isDead(r, ns, 'ignores', i.taskId)));
     const elapsed = Date.now() - t0;
     assert.ok(elapsed < 3500, `failed at the deadline, not when the handler gave up (${elapsed} ms)`);

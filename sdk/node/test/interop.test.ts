@@ -2,37 +2,27 @@
 // for byte; tasks from the Node client run in `baton work --exec`; batond promotes the Node
 // worker's delayed tasks and retries; `baton task show` lists a Node failure with its JS stack.
 // Needs the C++ build (BATON_BUILD_DIR, default build/release): skipped, loudly, without it.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Client, rawJson, type Task } from '../src/index.js';
-import { RedisServer, waitFor } from './helpers/redis_server.js';
+import { rawJson, type Task } from '../src/index.js';
+import { waitFor } from './helpers/redis_server.js';
 import { batonBuild } from './helpers/paths.js';
-import { isDone, quietWorker, uniqueNs } from './helpers/baton.js';
+import { isDone, quietWorker, serverAndClient, uniqueNs } from './helpers/baton.js';
 
 const run = promisify(execFile);
 const build = batonBuild();
 const skip = build === undefined ? 'the C++ build (baton, batond) is not there: set BATON_BUILD_DIR' : false;
 if (skip) console.error(`interop.test: SKIPPED: ${skip}`);
 
-let server: RedisServer;
-let client: Client;
-
-before(async () => {
-  server = await RedisServer.start();
-  client = await Client.connect({ redis: server.url });
-});
-after(async () => {
-  await client.close();
-  await server.close();
-});
+const env = serverAndClient();
 
 async function baton(...args: string[]): Promise<string> {
-  const { stdout } = await run((build as { baton: string }).baton, ['--redis', server.url, ...args]);
+  const { stdout } = await run((build as { baton: string }).baton, ['--redis', env.server.url, ...args]);
   return stdout;
 }
 
@@ -43,7 +33,7 @@ test('baton enqueue -> Node worker: payload bytes and envelope as the CLI wrote 
     '--timeout', '9', '--extra', '{"headers":{"by":"cli"},"x_new":true}')) as { task_id: string; outcome: string };
   assert.equal(out.outcome, 'queued');
   const seen: Task[] = [];
-  const worker = quietWorker(server.url).register(ns, 'from_cli', (t) => {
+  const worker = quietWorker(env.server.url).register(ns, 'from_cli', (t) => {
     seen.push(t);
   });
   await worker.start();
@@ -56,7 +46,7 @@ test('baton enqueue -> Node worker: payload bytes and envelope as the CLI wrote 
     assert.equal(t.executionTimeout, 9);
     assert.deepEqual(t.headers, { by: 'cli' });
     assert.equal(t.extra.x_new, true);
-    await waitFor('done', () => isDone(server.redis(), ns, t.taskId));
+    await waitFor('done', () => isDone(env.server.redis(), ns, t.taskId));
   } finally {
     await worker.stop();
   }
@@ -66,8 +56,8 @@ test('Node client -> baton work --exec: the command gets the exact payload on st
   const ns = uniqueNs();
   const dir = mkdtempSync(join(tmpdir(), 'baton-interop-'));
   const payload = '{"emoji":"\u{1F600}","big":123456789012345678901234567890}';
-  const r = await client.enqueue(ns, 'to_cli', rawJson(payload), { headers: { by: 'node' } });
-  const work = spawn((build as { baton: string }).baton, ['--redis', server.url, 'work', '--ns', ns, '--type', 'to_cli',
+  const r = await env.client.enqueue(ns, 'to_cli', rawJson(payload), { headers: { by: 'node' } });
+  const work = spawn((build as { baton: string }).baton, ['--redis', env.server.url, 'work', '--ns', ns, '--type', 'to_cli',
     '--exec', `cat > "${dir}/$BATON_TASK_ID.json"; printf '%s' "$BATON_TASK" > "${dir}/$BATON_TASK_ID.task"`], { stdio: 'ignore' });
   try {
     await waitFor('the command ran', () => existsSync(join(dir, `${r.taskId}.task`)) && readFileSync(join(dir, `${r.taskId}.task`), 'utf8').length > 0);
@@ -75,7 +65,7 @@ test('Node client -> baton work --exec: the command gets the exact payload on st
     const doc = JSON.parse(readFileSync(join(dir, `${r.taskId}.task`), 'utf8')) as Record<string, unknown>;
     assert.equal(doc.task_id, r.taskId);
     assert.deepEqual(doc.headers, { by: 'node' });
-    await waitFor('done', () => isDone(server.redis(), ns, r.taskId));
+    await waitFor('done', () => isDone(env.server.redis(), ns, r.taskId));
   } finally {
     work.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
@@ -84,9 +74,9 @@ test('Node client -> baton work --exec: the command gets the exact payload on st
 
 test('batond promotes delays and retries of a Node worker; baton task show lists the JS stack', { skip }, async () => {
   const ns = uniqueNs();
-  const daemon = spawn((build as { batond: string }).batond, ['--redis-url', server.url, '--log-level', 'warn'], { stdio: 'ignore' });
+  const daemon = spawn((build as { batond: string }).batond, ['--redis-url', env.server.url, '--log-level', 'warn'], { stdio: 'ignore' });
   const starts: number[] = [];
-  const worker = quietWorker(server.url)
+  const worker = quietWorker(env.server.url)
     .register(ns, 'later', () => {
       starts.push(Date.now());
     })
@@ -96,8 +86,8 @@ test('batond promotes delays and retries of a Node worker; baton task show lists
   await worker.start();
   try {
     const t0 = Date.now();
-    await client.enqueue(ns, 'later', {}, { delaySeconds: 1 });
-    const f = await client.enqueue(ns, 'fails', {}, { maxRetry: 1 });
+    await env.client.enqueue(ns, 'later', {}, { delaySeconds: 1 });
+    const f = await env.client.enqueue(ns, 'fails', {}, { maxRetry: 1 });
     await waitFor('delayed ran', () => starts.length === 1, 20000);
     assert.ok((starts[0] as number) >= t0 + 990);
     const shown = await waitFor('dead with two attempts', async () => {

@@ -3,25 +3,14 @@
 // settles, synchronous CPU work on the event loop, CPU work in a thread that ignores its timeout).
 // Each fails (or reports) its own task; the process never dies and the HTTP server keeps
 // answering. Then SIGTERM: tasks in flight finish and are acked before the process exits 0.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { Client } from '../src/index.js';
-import { RedisServer, waitFor } from './helpers/redis_server.js';
-import { attemptErrors, isDead, isDone, uniqueNs } from './helpers/baton.js';
+import { waitFor } from './helpers/redis_server.js';
+import { attemptErrors, isDead, isDone, serverAndClient, uniqueNs } from './helpers/baton.js';
 import { Child } from './helpers/child.js';
 
-let server: RedisServer;
-let client: Client;
-
-before(async () => {
-  server = await RedisServer.start();
-  client = await Client.connect({ redis: server.url });
-});
-after(async () => {
-  await client.close();
-  await server.close();
-});
+const env = serverAndClient();
 
 function get(port: number): Promise<number> {
   const t0 = Date.now();
@@ -38,7 +27,7 @@ function get(port: number): Promise<number> {
 
 test('misbehaving handlers fail their own tasks; the process and its HTTP server carry on', async () => {
   const ns = uniqueNs();
-  const app = new Child('misbehaving_app.js', [server.url, ns]);
+  const app = new Child('misbehaving_app.js', [env.server.url, ns]);
   try {
     const port = (await app.line('port')).port as number;
     const latencies: number[] = [];
@@ -55,7 +44,7 @@ test('misbehaving handlers fail their own tasks; the process and its HTTP server
       }
     })();
 
-    const e = (type: string, payload: object, options = {}) => client.enqueue(ns, type, payload, { maxRetry: 0, ...options });
+    const e = (type: string, payload: object, options = {}) => env.client.enqueue(ns, type, payload, { maxRetry: 0, ...options });
     const floating = await e('floating', {});
     const timer = await e('timer', {});
     const throws = await e('throws', {}, { maxRetry: 1 });
@@ -64,7 +53,7 @@ test('misbehaving handlers fail their own tasks; the process and its HTTP server
     const cpuLong = await e('cpu', { ms: 60000 }, { executionTimeout: 1 });
     const cpuShort = await e('cpu', { ms: 50 });
     const cpuFail = await e('cpu', { fail: 'no such image', nonRetryable: true }, { maxRetry: 3 });
-    const r = server.redis();
+    const r = env.server.redis();
     await waitFor('every misbehaving task dead', async () => {
       for (const [type, id] of [['floating', floating], ['timer', timer], ['throws', throws], ['hangs', hangs], ['cpu', cpuLong], ['cpu', cpuFail]] as const) {
         if (!(await isDead(r, ns, type, id.taskId))) return false;
@@ -98,7 +87,7 @@ test('misbehaving handlers fail their own tasks; the process and its HTTP server
     assert.ok(Math.max(...latencies) < 3000, `HTTP latencies ${JSON.stringify(latencies)}`);
 
     // Graceful shutdown: tasks in flight when SIGTERM arrives finish and are acked.
-    const slow = await client.enqueueMany([{ namespace: ns, taskType: 'slowok', payload: {} }, { namespace: ns, taskType: 'slowok', payload: {} }]);
+    const slow = await env.client.enqueueMany([{ namespace: ns, taskType: 'slowok', payload: {} }, { namespace: ns, taskType: 'slowok', payload: {} }]);
     await waitFor('both running', async () => Number(((await r.xpending(`baton:v2:{${ns}}:stream:slowok`, 'baton')) as [number])[0]) === 2);
     app.kill('SIGTERM');
     const exit = await app.exited;

@@ -1,24 +1,14 @@
 // The worker against a real redis-server: handlers per type with their own concurrency, batched
 // fetch and acks, payload bytes and parsing, malformed entries, delayed tasks with maintenance.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, rawJson, LosslessNumber, type Task } from '../src/index.js';
+import { rawJson, LosslessNumber, type Task } from '../src/index.js';
 import { commandOf } from '../src/function_call.js';
 import { enqueue as enqueueCall } from '../src/generated/calls.js';
-import { RedisServer, sleep, waitFor } from './helpers/redis_server.js';
-import { attemptErrors, isDead, isDone, quietWorker, uniqueNs } from './helpers/baton.js';
+import { sleep, waitFor } from './helpers/redis_server.js';
+import { attemptErrors, isDead, isDone, quietWorker, serverAndClient, uniqueNs } from './helpers/baton.js';
 
-let server: RedisServer;
-let client: Client;
-
-before(async () => {
-  server = await RedisServer.start();
-  client = await Client.connect({ redis: server.url });
-});
-after(async () => {
-  await client.close();
-  await server.close();
-});
+const env = serverAndClient();
 
 test('each type runs with its own concurrency; a slow type never holds up another', async () => {
   const ns = uniqueNs();
@@ -37,22 +27,22 @@ test('each type runs with its own concurrency; a slow type never holds up anothe
       current[type]--;
     }
   };
-  const worker = quietWorker(server.url)
+  const worker = quietWorker(env.server.url)
     .register(ns, 'fast', track('fast', async () => { await sleep(20); }), { concurrency: 3 })
     .register(ns, 'slow', track('slow', async () => { await slowGate; }), { concurrency: 1 });
   await worker.start();
   try {
-    const slow = await client.enqueueMany(Array.from({ length: 3 }, () => ({ namespace: ns, taskType: 'slow', payload: {} })));
-    const fast = await client.enqueueMany(Array.from({ length: 30 }, (_, i) => ({ namespace: ns, taskType: 'fast', payload: { i } })));
+    const slow = await env.client.enqueueMany(Array.from({ length: 3 }, () => ({ namespace: ns, taskType: 'slow', payload: {} })));
+    const fast = await env.client.enqueueMany(Array.from({ length: 30 }, (_, i) => ({ namespace: ns, taskType: 'fast', payload: { i } })));
     await waitFor('every fast task done', async () => {
-      for (const r of fast) if (!(await isDone(server.redis(), ns, r.taskId))) return false;
+      for (const r of fast) if (!(await isDone(env.server.redis(), ns, r.taskId))) return false;
       return true;
     });
     assert.equal(peak.fast, 3, 'fast ran 3 at a time');
     assert.equal(current.slow, 1, 'slow holds its one slot, and took no more');
     releaseSlow();
     await waitFor('slow tasks done', async () => {
-      for (const r of slow) if (!(await isDone(server.redis(), ns, r.taskId))) return false;
+      for (const r of slow) if (!(await isDone(env.server.redis(), ns, r.taskId))) return false;
       return true;
     });
     assert.equal(peak.slow, 1);
@@ -67,12 +57,12 @@ test('a handler sees the whole envelope and the payload bytes as produced', asyn
   const ns = uniqueNs();
   const seen: Task[] = [];
   const text = '{"big": 12345678901234567890, "price": 1.10, "s": "\\u00e9\u{1F600}"}';
-  const worker = quietWorker(server.url, { payloadParse: 'lossless' }).register(ns, 'echo', (task) => {
+  const worker = quietWorker(env.server.url, { payloadParse: 'lossless' }).register(ns, 'echo', (task) => {
     seen.push(task);
   });
   await worker.start();
   try {
-    const r = await client.enqueue(ns, 'echo', rawJson(text), {
+    const r = await env.client.enqueue(ns, 'echo', rawJson(text), {
       maxRetry: 5, executionTimeout: 7, trace: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
       headers: { from: 'test' }, extra: { x_unknown: { a: [1, 2] } },
     });
@@ -105,12 +95,12 @@ test('a handler sees the whole envelope and the payload bytes as produced', asyn
 test('default JSON.parse payload; the lossless parse is always one call away', async () => {
   const ns = uniqueNs();
   const seen: Task[] = [];
-  const worker = quietWorker(server.url).register(ns, 'p', (task) => {
+  const worker = quietWorker(env.server.url).register(ns, 'p', (task) => {
     seen.push(task);
   });
   await worker.start();
   try {
-    await client.enqueue(ns, 'p', rawJson('{"huge":123456789012345678901234567890,"f":1e400}'));
+    await env.client.enqueue(ns, 'p', rawJson('{"huge":123456789012345678901234567890,"f":1e400}'));
     await waitFor('ran', () => seen.length === 1);
     const t = seen[0] as Task<{ huge: number }>;
     assert.equal(t.payload.huge, 1.2345678901234568e29, 'JSON.parse rounds');
@@ -126,7 +116,7 @@ test('default JSON.parse payload; the lossless parse is always one call away', a
 test('an entry whose payload is not valid JSON goes to the dead-letter queue as malformed, with the reason', async () => {
   const ns = uniqueNs();
   let ran = 0;
-  const worker = quietWorker(server.url).register(ns, 'm', () => {
+  const worker = quietWorker(env.server.url).register(ns, 'm', () => {
     ran++;
   });
   // Written by a producer that skipped validation (the library only checks the braces).
@@ -134,12 +124,12 @@ test('an entry whose payload is not valid JSON goes to the dead-letter queue as 
     id: 'bad-1', payload: '{not json}', maxRetry: 3, delaySeconds: 0, createdAt: Math.floor(Date.now() / 1000), executionTimeout: '',
     extra: '', runAtMs: 0, uniqueKey: '', uniqueTtlS: 0,
   }]));
-  await server.redis().call(cmd, ...args);
-  await client.enqueue(ns, 'm', {});
+  await env.server.redis().call(cmd, ...args);
+  await env.client.enqueue(ns, 'm', {});
   await worker.start();
   try {
-    await waitFor('dead-lettered', () => isDead(server.redis(), ns, 'm', 'bad-1'));
-    const errors = await attemptErrors(server.redis(), ns, 'bad-1');
+    await waitFor('dead-lettered', () => isDead(env.server.redis(), ns, 'm', 'bad-1'));
+    const errors = await attemptErrors(env.server.redis(), ns, 'bad-1');
     assert.equal(errors.length, 1);
     assert.equal(errors[0]?.kind, 'malformed');
     assert.match(errors[0]?.error ?? '', /^payload: not valid JSON/);
@@ -153,13 +143,13 @@ test('an entry whose payload is not valid JSON goes to the dead-letter queue as 
 test('delayed tasks run at their due time with the in-process maintenance', async () => {
   const ns = uniqueNs();
   const started: number[] = [];
-  const worker = quietWorker(server.url, { maintenance: true }).register(ns, 'later', () => {
+  const worker = quietWorker(env.server.url, { maintenance: true }).register(ns, 'later', () => {
     started.push(Date.now());
   });
   await worker.start();
   try {
     const t0 = Date.now();
-    const r = await client.enqueue(ns, 'later', {}, { delaySeconds: 1 });
+    const r = await env.client.enqueue(ns, 'later', {}, { delaySeconds: 1 });
     assert.equal(r.status, 'scheduled');
     await waitFor('ran', () => started.length === 1);
     assert.ok((started[0] as number) >= t0 + 990, `not early: ${(started[0] as number) - t0} ms`);
@@ -169,31 +159,31 @@ test('delayed tasks run at their due time with the in-process maintenance', asyn
 });
 
 test('registration rules', async () => {
-  const w = quietWorker(server.url);
+  const w = quietWorker(env.server.url);
   assert.throws(() => w.register('bad ns', 't', () => undefined), /namespace: must be a string matching/);
   assert.throws(() => w.register('ns', 't', () => undefined, { concurrency: 0 }), /concurrency: must be an integer/);
   assert.throws(() => w.register('ns', 't', () => undefined, { leaseMs: 10 }), /leaseMs: must be an integer 1000\.\.86400000/);
   w.register('ns', 't', () => undefined);
   assert.throws(() => w.register('ns', 't', () => undefined), (e: Error & { code?: string }) => e.code === 'already_exists');
-  await assert.rejects(quietWorker(server.url).start(), /register at least one handler/);
+  await assert.rejects(quietWorker(env.server.url).start(), /register at least one handler/);
 });
 
 test('fetches and acks in batches: far fewer calls than tasks', async () => {
   const ns = uniqueNs();
-  const tasks = await client.enqueueMany(Array.from({ length: 300 }, (_, i) => ({ namespace: ns, taskType: 'b', payload: { i } })));
-  const worker = quietWorker(server.url).register(ns, 'b', () => undefined, { concurrency: 50 });
+  const tasks = await env.client.enqueueMany(Array.from({ length: 300 }, (_, i) => ({ namespace: ns, taskType: 'b', payload: { i } })));
+  const worker = quietWorker(env.server.url).register(ns, 'b', () => undefined, { concurrency: 50 });
   await worker.start();
   try {
     await waitFor('all acked', () => worker.stats().succeeded === 300);
     // The events stream has one entry per call and transition (docs/keyspace.md).
-    const events = await server.redis().xrange(`baton:v2:{${ns}}:events`, '-', '+');
+    const events = await env.server.redis().xrange(`baton:v2:{${ns}}:events`, '-', '+');
     const field = (e: [string, string[]], name: string) => e[1][e[1].indexOf(name) + 1];
     const acks = events.filter((e) => field(e, 'to') === 'done');
     const dequeues = events.filter((e) => field(e, 'to') === 'active');
     assert.equal(acks.reduce((n, e) => n + (field(e, 'ids') as string).split(' ').length, 0), 300);
     assert.ok(acks.length <= 60, `${acks.length} ack calls for 300 tasks`);
     assert.ok(dequeues.length <= 60, `${dequeues.length} dequeue calls for 300 tasks`);
-    for (const t of tasks) assert.ok(await isDone(server.redis(), ns, t.taskId));
+    for (const t of tasks) assert.ok(await isDone(env.server.redis(), ns, t.taskId));
   } finally {
     await worker.stop();
   }

@@ -1,7 +1,10 @@
-// Small helpers over a test Redis: unique namespaces and readers of Baton's keys (docs/keyspace.md).
+// Small helpers over a test Redis: the per-file server and client, unique namespaces and readers of
+// Baton's keys (docs/keyspace.md).
 import { randomBytes } from 'node:crypto';
+import { after, before } from 'node:test';
 import type { Redis } from 'ioredis';
-import { Worker, type WorkerOptions } from '../../src/index.js';
+import { Client, Worker, type WorkerOptions } from '../../src/index.js';
+import { RedisServer } from './redis_server.js';
 import { silentLogger } from '../../src/logger.js';
 import { commandOf } from '../../src/function_call.js';
 import { dequeue as dequeueCall } from '../../src/generated/calls.js';
@@ -54,4 +57,21 @@ export async function dequeueValues(redis: Redis, ns: string, type: string, coun
     out.push(Object.fromEntries(names.map((n, k) => [n, reply[0][i + k] as string])) as unknown as DeliveredValues);
   }
   return out;
+}
+
+/**
+ * A private redis-server and a connected Client for the tests of one file: started before the
+ * first test, closed after the last. Read `env.server` / `env.client` inside tests only.
+ */
+export function serverAndClient(): { server: RedisServer; client: Client } {
+  const env = {} as { server: RedisServer; client: Client };
+  before(async () => {
+    env.server = await RedisServer.start();
+    env.client = await Client.connect({ redis: env.server.url });
+  });
+  after(async () => {
+    await env.client.close();
+    await env.server.close();
+  });
+  return env;
 }
