@@ -58,8 +58,13 @@ int OnLine(void* data, std::uintptr_t pc, const char* filename, int lineno, cons
     backtrace_syminfo(State(), pc, OnSymbol, IgnoreError, &f.function);
   }
   if (f.function.empty()) f.function = "??";
-  f.where =
-      filename != nullptr ? std::string(filename) + ":" + std::to_string(lineno) : BinaryOffset(pc);
+  // Line 0: the compiler's own code (e.g. the ".cold" part of an optimised function); the file
+  // still says where it belongs.
+  if (filename == nullptr) {
+    f.where = BinaryOffset(pc);
+  } else {
+    f.where = lineno > 0 ? std::string(filename) + ":" + std::to_string(lineno) : filename;
+  }
   frames->push_back(std::move(f));
   return 0;
 }
