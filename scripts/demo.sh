@@ -40,10 +40,11 @@ step "batond (promoter, lease reaper, cron), log in demo-data/batond.log"
 "$bin/daemon/batond" --redis "$url" --health 127.0.0.1:0 >"$data/batond.log" 2>&1 &
 pids+=($!)
 
-step "workers: C++ (examples/worker.cpp), Python (examples/python_worker.py), shell (baton work --exec)"
+step "workers: C++ (examples/worker.cpp), Python (sdk/python/examples/demo_worker.py), shell (baton work --exec)"
 "$bin/examples/baton_example_worker" "$url" &
 pids+=($!)
-/usr/bin/python3 examples/python_worker.py "$url" &
+sdk_python=$(sdk/python/scripts/venv.sh)  # the Python SDK's venv, pinned packages from PyPI
+"$sdk_python" sdk/python/examples/demo_worker.py "$url" &
 pids+=($!)
 "$bin/cli/baton" --redis "$url" work --ns order --type audit_log \
   --exec 'cat > "'"$data"'/audit/$BATON_TASK_ID.json"; echo "[shell worker] audit_log $BATON_TASK_ID attempt $BATON_ATTEMPT: $(cat "'"$data"'/audit/$BATON_TASK_ID.json")"' &
