@@ -1,8 +1,7 @@
 // Producer side of the C++ driver. The payload must reach Redis as the exact bytes of the case's
 // payload file: TaskRequest::payload is a parsed nlohmann::json (re-serializing it would sort keys,
-// turn 1.10 into 1.1 and round integers beyond 2^64), so each task is built with
-// Client::BuildTask (which makes the UUIDv7 and created_at), given the file's bytes as
-// payload_json, and enqueued with Client::EnqueueTask, which sends a task document as it is.
+// turn 1.10 into 1.1 and round integers beyond 2^64), so each request carries the file's bytes in
+// TaskRequest::payload_json, and Client::Enqueue makes the UUIDv7 and created_at as for any task.
 #include "produce.h"
 
 #include <fstream>
@@ -63,13 +62,8 @@ bool EnqueueLine(baton::Client& client, const std::string& ns, const std::string
       std::cerr << "produce: " << case_name << ": cannot read " << payload_file << "\n";
       return false;
     }
-    baton::StatusOr<baton::Task> task = baton::Client::BuildTask(request);
-    if (!task.ok()) {
-      std::cerr << "produce: " << case_name << ": " << task.status().ToString() << "\n";
-      return false;
-    }
-    task->payload_json = *payload;
-    baton::StatusOr<baton::EnqueueResult> result = client.EnqueueTask(*task);
+    request.payload_json = std::move(*payload);
+    baton::StatusOr<baton::EnqueueResult> result = client.Enqueue(request);
     if (!result.ok()) {
       std::cerr << "produce: " << case_name << ": " << result.status().ToString() << "\n";
       return false;
