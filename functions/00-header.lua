@@ -643,6 +643,17 @@ local function fields_by_name(fv)
   return f
 end
 
+-- The parts of a 'task' field by name (id, max_retry, delay_seconds, created_at,
+-- execution_timeout, attempt, extra), unchecked; nil when it has fewer than six '|'.
+local function task_parts(task)
+  local id, max_retry, delay, created, timeout, attempt, extra = match(task, ENTRY_TASK_PARTS)
+  if id == nil then
+    return nil
+  end
+  return { id = id, max_retry = max_retry, delay_seconds = delay, created_at = created,
+    execution_timeout = timeout, attempt = attempt, extra = extra }
+end
+
 -- fv: the flat field/value array of an entry. Returns its values by name (id, payload, max_retry,
 -- delay_seconds, created_at, execution_timeout, extra, attempt) and nil, or nil and the reason
 -- the entry is malformed. The id is not checked here: an entry is only delivered when a task
@@ -661,27 +672,27 @@ local function parse_entry(fv)
       return nil, 'missing field payload'
     end
   end
-  local id, max_retry, delay, created, timeout, attempt, extra = match(task, ENTRY_TASK_PARTS)
-  if id == nil then
+  local e = task_parts(task)
+  if e == nil then
     return nil, 'field task is not ' .. ENTRY_TASK_FORMAT
   end
-  if not is_uint(max_retry) then
+  if not is_uint(e.max_retry) then
     return nil, 'max_retry is not an integer'
   end
-  if not is_uint(delay) then
+  if not is_uint(e.delay_seconds) then
     return nil, 'delay_seconds is not an integer'
   end
-  if not is_uint(created) then
+  if not is_uint(e.created_at) then
     return nil, 'created_at is not an integer'
   end
-  if timeout ~= '' and not is_uint(timeout) then
+  if e.execution_timeout ~= '' and not is_uint(e.execution_timeout) then
     return nil, 'execution_timeout is not an integer'
   end
-  if not is_uint(attempt) or #attempt > 9 then
+  if not is_uint(e.attempt) or #e.attempt > 9 then
     return nil, 'attempt is not an integer'
   end
-  return { id = id, payload = payload, max_retry = max_retry, delay_seconds = delay,
-    created_at = created, execution_timeout = timeout, extra = extra, attempt = attempt }, nil
+  e.payload = payload
+  return e, nil
 end
 
 -- Why an entry that passed parse_entry but has no task record is malformed.
@@ -696,15 +707,7 @@ end
 -- its task field when it splits, else none; every raw field is kept too (see encode_body).
 local function malformed_fields(fv)
   local raw = fields_by_name(fv)
-  local f = {}
-  if raw.task then
-    local id, max_retry, delay, created, timeout, attempt, extra = match(raw.task,
-      ENTRY_TASK_PARTS)
-    if id then
-      f = { id = id, max_retry = max_retry, delay_seconds = delay, created_at = created,
-        execution_timeout = timeout, attempt = attempt, extra = extra }
-    end
-  end
+  local f = raw.task and task_parts(raw.task) or {}
   f.payload = raw.payload
   f.raw = raw
   return f

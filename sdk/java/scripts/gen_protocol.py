@@ -41,7 +41,7 @@ def gen_protocol(p):
            f"    /** Library version this SDK needs. */\n    public static final String LIBRARY_VERSION = {q(p['version'])};\n",
            f"    /** Prefix of every namespaced key; NS is replaced by the namespace. */\n"
            f"    public static final String KEY_PREFIX = {q(p['key_prefix'])};\n\n",
-           "    /** Kinds of keys, with their patterns (NS, TYPE and KEY are placeholders). */\n",
+           "    /** Kinds of keys, with their patterns (NS, TYPE, KEY: namespace, task type, unique key). */\n",
            "    public enum KeyKind {\n"]
     rows = [f"        {const(k)}({q(v['pattern'])}, {str(v['typed']).lower()})" for k, v in kinds.items()]
     rows += [f"        {const(k)}({q(v)}, false)" for k, v in p["global_keys"].items()]

@@ -57,24 +57,24 @@ class TimeoutTest extends Fixtures {
         AtomicInteger runs = new AtomicInteger();
         CountDownLatch release = new CountDownLatch(1);
         try (BatonClient c = client(); Worker w = worker().build()) {
-            String stuck = c.enqueue(TaskRequest.builder(ns, "stubborn").maxRetry(0)
-                    .executionTimeout(Duration.ofSeconds(1)).payloadJson("{\"stuck\":true}").build()).taskId();
-            w.handle(ns, "stubborn", t -> {
+            String spinning = c.enqueue(TaskRequest.builder(ns, "ignores_interrupts").maxRetry(0)
+                    .executionTimeout(Duration.ofSeconds(1)).payloadJson("{\"spin\":true}").build()).taskId();
+            w.handle(ns, "ignores_interrupts", t -> {
                 runs.incrementAndGet();
-                if (t.payloadTree().path("stuck").asBoolean()) {
+                if (t.payloadTree().path("spin").asBoolean()) {
                     while (release.getCount() > 0) { // busy loop: ignores interrupts
                         Thread.onSpinWait();
                     }
                 }
             }, HandlerOptions.DEFAULT.withConcurrency(1));
             w.start();
-            waitFor(Duration.ofSeconds(30), "dead", () -> String.valueOf(record(ns, stuck)).startsWith("dead|"));
-            // the slot was freed at the deadline: the next task runs while the stuck code still spins
-            String next = c.enqueue(TaskRequest.builder(ns, "stubborn").build()).taskId();
+            waitFor(Duration.ofSeconds(30), "dead", () -> String.valueOf(record(ns, spinning)).startsWith("dead|"));
+            // the slot was freed at the deadline: the next task runs while the abandoned handler spins
+            String next = c.enqueue(TaskRequest.builder(ns, "ignores_interrupts").build()).taskId();
             waitFor(Duration.ofSeconds(30), "next done", () -> isDone(ns, next));
             release.countDown();
             assertEquals(2, runs.get());
-            assertTrue(String.valueOf(record(ns, stuck)).startsWith("dead|"), "the late success was not acked");
+            assertTrue(String.valueOf(record(ns, spinning)).startsWith("dead|"), "the late success was not acked");
         }
     }
 }

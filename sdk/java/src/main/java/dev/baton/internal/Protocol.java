@@ -14,7 +14,7 @@ public final class Protocol {
     /** Prefix of every namespaced key; NS is replaced by the namespace. */
     public static final String KEY_PREFIX = "baton:v2:{NS}:";
 
-    /** Kinds of keys, with their patterns (NS, TYPE and KEY are placeholders). */
+    /** Kinds of keys, with their patterns (NS, TYPE, KEY: namespace, task type, unique key). */
     public enum KeyKind {
         STREAM("baton:v2:{NS}:stream:TYPE", true),
         SCHEDULED("baton:v2:{NS}:scheduled:TYPE", true),
