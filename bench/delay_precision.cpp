@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
   if (!group.ok() || group->is_error()) Die("XGROUP CREATE failed");
 
   baton::ClientOptions co;
-  co.redis_url = o.redis;
+  co.redis.url = o.redis;
   auto client = baton::Client::Connect(co);
   if (!client.ok()) Die(client.status().ToString());
 

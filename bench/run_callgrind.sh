@@ -9,6 +9,9 @@
 #   enqueue:  N tasks enqueued (baton_v2_enqueue, batches of 256);
 #   dequeue:  N tasks enqueued, then dequeued (batches of 64), not acked;
 #   full:     N tasks enqueued, then dequeued (batches of 64) and acked (batches of 64).
+# Then two yardsticks (bench/callgrind_yardstick.py): the bare Streams pattern (XADD, XREADGROUP,
+# XACK + XDEL) natively, and the same commands inside a minimal Functions library: the floor any
+# Redis Functions design pays before its own bookkeeping.
 # Instructions per task = (Ir of full - Ir of baseline) / N, split into enqueue (enqueue -
 # baseline), dequeue (dequeue - enqueue) and ack (full - dequeue). Ir is the whole server's (event loop, parsing,
 # replies, Lua, cron); the part inside `call` (command execution, Lua included) and inside
@@ -43,20 +46,22 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# One run of redis-server under callgrind driven through phase $1; leaves $dir/$1.out.
+# One run of redis-server under callgrind: `run_phase NAME DRIVER ARGS...` drives it with
+# `python3 DRIVER --port PORT ARGS...` and leaves $dir/NAME.out.
 run_phase() {
-  local phase=$1 port
+  local name=$1 port
+  shift
   port=$(/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-  valgrind --tool=callgrind --callgrind-out-file="$dir/$phase.out" \
+  valgrind --tool=callgrind --callgrind-out-file="$dir/$name.out" \
     redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
-    --logfile "$dir/$phase.redis.log" 2>"$dir/$phase.valgrind.log" &
+    --logfile "$dir/$name.redis.log" 2>"$dir/$name.valgrind.log" &
   vg_pid=$!
   for _ in $(seq 600); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  /usr/bin/python3 bench/callgrind_driver.py --port "$port" --phase "$phase" --tasks "$tasks"
+  /usr/bin/python3 "$1" --port "$port" "${@:2}" --tasks "$tasks"
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   wait "$vg_pid" || true
   vg_pid=""
-  [ -s "$dir/$phase.out" ] || { cat "$dir/$phase.valgrind.log" >&2; exit 1; }
+  [ -s "$dir/$name.out" ] || { cat "$dir/$name.valgrind.log" >&2; exit 1; }
 }
 
 # Total Ir of a run, then the inclusive Ir of each function named after it (0 when absent).
@@ -73,7 +78,14 @@ costs() {
 }
 
 start=$(date +%s)
-for phase in baseline enqueue dequeue full; do run_phase "$phase"; done
+for phase in baseline enqueue dequeue full; do
+  run_phase "$phase" bench/callgrind_driver.py --phase "$phase"
+done
+for mode in native functions; do
+  for phase in baseline full; do
+    run_phase "ys_${mode}_$phase" bench/callgrind_yardstick.py --mode "$mode" --phase "$phase"
+  done
+done
 mapfile -t base < <(costs "$dir/baseline.out" call fcallCommand)
 mapfile -t enq < <(costs "$dir/enqueue.out" call fcallCommand)
 mapfile -t deq < <(costs "$dir/dequeue.out" call fcallCommand)
@@ -88,3 +100,6 @@ awk -v n="$tasks" -v b="${base[*]}" -v e="${enq[*]}" -v d="${deq[*]}" -v f="${fu
     printf "%s: %.0f  (enqueue %.0f + dequeue %.0f + ack %.0f)\n", what[i], (F[i] - B[i]) / n,
       (E[i] - B[i]) / n, (D[i] - E[i]) / n, (F[i] - D[i]) / n
 }'
+ys() { echo $(( ($(costs "$dir/ys_$1_full.out") - $(costs "$dir/ys_$1_baseline.out")) / tasks )); }
+echo "yardsticks (bench/callgrind_yardstick.py, same batches): bare streams $(ys native)" \
+  "instructions per task; the same commands inside Redis Functions $(ys functions)"

@@ -180,7 +180,7 @@ PhaseResult BatonDrain(const Options& o) {
   Reset(*admin);
   std::atomic<int> handled{0};
   baton::WorkerOptions wo;
-  wo.redis_url = o.redis;
+  wo.redis.url = o.redis;
   wo.default_concurrency = o.concurrency;
   wo.fetch_batch = 100;
   baton::Worker worker(wo);
@@ -196,7 +196,7 @@ PhaseResult BatonDrain(const Options& o) {
   auto start = Clock::now();
   std::thread producer([&] {
     baton::ClientOptions co;
-    co.redis_url = o.redis;
+    co.redis.url = o.redis;
     auto client = baton::Client::Connect(co);
     if (!client.ok()) Die(client.status().ToString());
     auto batch = Requests(100, payload);
@@ -230,7 +230,7 @@ std::pair<double, double> MemoryPerTask(const Options& o) {
     auto admin = Connect(o);
     Reset(*admin);
     baton::ClientOptions co;
-    co.redis_url = o.redis;
+    co.redis.url = o.redis;
     auto client = baton::Client::Connect(co);
     if (!client.ok()) Die(client.status().ToString());
     // Events are a namespace setting: 0 = none, "" = back to the default cap.
@@ -260,7 +260,7 @@ std::pair<double, double> LightLoadLatency(const Options& o) {
   lat_ms.reserve(o.latency_tasks);
   std::mutex mu;
   baton::WorkerOptions wo;
-  wo.redis_url = o.redis;
+  wo.redis.url = o.redis;
   wo.default_concurrency = 1;
   baton::Worker worker(wo);
   baton::Status registered = worker.Register("bench", "latency", [&](baton::TaskContext& ctx) {
@@ -275,7 +275,7 @@ std::pair<double, double> LightLoadLatency(const Options& o) {
   if (!registered.ok()) Die(registered.ToString());
   if (auto st = worker.Start(); !st.ok()) Die(st.ToString());
   baton::ClientOptions co;
-  co.redis_url = o.redis;
+  co.redis.url = o.redis;
   auto client = baton::Client::Connect(co);
   if (!client.ok()) Die(client.status().ToString());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -53,7 +53,7 @@ int Context::Fail(std::string_view command, const Status& status, std::string_vi
   std::string help(hint);
   if (help.empty() && status.code() == StatusCode::kUnavailable) {
     help =
-        "Is Redis running at " + Redacted(global.redis_url) + "? Set --redis or BATON_REDIS_URL.";
+        "Is Redis running at " + Redacted(global.redis.url) + "? Set --redis or BATON_REDIS_URL.";
   }
   std::cerr << line << (help.empty() ? "" : "\n  " + help) << "\n";
   int code = ExitCodeFor(status);
@@ -83,18 +83,18 @@ int Context::Usage(std::string_view command, std::string_view message) {
 }
 
 StatusOr<std::unique_ptr<Inspector>> Context::OpenInspector(InspectorOptions options) {
-  options.redis_url = global.redis_url;
+  options.redis = global.redis;
   return Inspector::Connect(options);
 }
 
 StatusOr<std::unique_ptr<Client>> Context::OpenClient() {
   ClientOptions options;
-  options.redis_url = global.redis_url;
+  options.redis = global.redis;
   return Client::Connect(options);
 }
 
 StatusOr<std::unique_ptr<internal::RedisConnection>> Context::OpenConnection() {
-  auto endpoint = internal::RedisEndpoint::Parse(global.redis_url);
+  auto endpoint = internal::RedisEndpoint::FromOptions(global.redis);
   if (!endpoint.ok()) return endpoint.status();
   return internal::RedisConnection::Open(*endpoint);
 }

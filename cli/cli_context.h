@@ -8,6 +8,7 @@
 
 #include "baton/client.h"
 #include "baton/inspector.h"
+#include "baton/redis_options.h"
 #include "baton/status.h"
 #include "broker/redis_connection.h"
 
@@ -24,7 +25,7 @@ inline constexpr int kExitConflict = 4;  // conflict, duplicate, or functions ve
 int ExitCodeFor(const Status& status);
 
 struct GlobalOptions {
-  std::string redis_url = "redis://127.0.0.1:6379";
+  RedisOptions redis;  // url, timeout
   bool json = false;
 };
 

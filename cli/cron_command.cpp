@@ -1,14 +1,16 @@
-// baton cron add|list|show|rm|enable|disable|next: cron job definitions in the hash baton:cron.
-// Every definition is validated with CronJob::FromJson before it is written, so a bad cron line is
-// refused here with the field and the rule, not discovered later by batond.
+// baton cron add|list|show|rm|enable|disable|next: cron job definitions in the hash baton:cron,
+// through the library's CronClient (include/baton/cron.h). Every definition is validated with
+// CronJob::FromJson before anything is sent, so a bad cron line is refused here with the field and
+// the rule (even without Redis), not discovered later by batond.
 #include <date/tz.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
+#include "baton/cron.h"
 #include "commands.h"
 #include "cron/cron_job.h"
-#include "cron_store.h"
 #include "option_rules.h"
 #include "output.h"
 #include "time_arg.h"
@@ -35,23 +37,18 @@ struct CronArgs {
   std::string from;  // cron next --from: preview from this time instead of now
 };
 
-StatusOr<CronStore> OpenStore(Context& ctx) {
-  auto conn = ctx.OpenConnection();
-  if (!conn.ok()) return conn.status();
-  return CronStore(std::move(*conn));
+StatusOr<std::unique_ptr<CronClient>> OpenCron(Context& ctx) {
+  CronClientOptions options;
+  options.redis = ctx.global.redis;
+  return CronClient::Connect(options);
 }
 
-// The job `name`, parsed. kNotFound when missing.
-StatusOr<internal::CronJob> LoadJob(CronStore& store, const std::string& name) {
-  auto json = store.Get(name);
-  if (!json.ok()) return json.status();
-  if (!json->has_value()) return Status::NotFound("no cron job named " + name);
-  auto job = internal::CronJob::FromJson(name, **json);
-  if (!job.ok()) {
-    return Status(job.status().code(),
-                  "stored definition of " + name + " is invalid: " + job.status().message());
-  }
-  return job;
+// The job `name`. kNotFound when missing; kInvalidArgument when its stored definition is invalid.
+StatusOr<internal::CronJob> LoadJob(CronClient& cron, const std::string& name) {
+  auto job = cron.Get(name);
+  if (!job.ok()) return job.status();
+  if (!job->has_value()) return Status::NotFound("no cron job named " + name);
+  return internal::CronJob{**job};
 }
 
 sys_seconds NowSeconds() {
@@ -120,24 +117,27 @@ int RunAdd(Context& ctx, const CronArgs& args) {
   auto job = internal::CronJob::FromJson(args.name, definition.dump());
   if (!job.ok()) return ctx.Fail("cron add", job.status());
 
-  auto store = OpenStore(ctx);
-  if (!store.ok()) return ctx.Fail("cron add", store.status());
-  auto existing = store->Get(args.name);
-  if (!existing.ok()) return ctx.Fail("cron add", existing.status());
-  if (existing->has_value() && !args.replace) {
-    return ctx.Fail("cron add", Status::Conflict("cron job " + args.name + " already exists"),
-                    "Add --replace to overwrite it, or pick another name.");
+  auto cron = OpenCron(ctx);
+  if (!cron.ok()) return ctx.Fail("cron add", cron.status());
+  // Add only creates; with --replace an existing job is overwritten by Put.
+  Status written = (*cron)->Add(*job);
+  const bool replaced = written.code() == StatusCode::kAlreadyExists && args.replace;
+  if (replaced) written = (*cron)->Put(*job);
+  if (!written.ok()) {
+    return ctx.Fail("cron add", written,
+                    written.code() == StatusCode::kAlreadyExists
+                        ? "Add --replace to overwrite it, or pick another name."
+                        : "");
   }
-  if (Status s = store->Put(args.name, job->ToJson()); !s.ok()) return ctx.Fail("cron add", s);
   auto next = NextTimes(*job, 1);
   if (!next.ok()) return ctx.Fail("cron add", next.status());
   if (ctx.global.json) {
     PrintJson({{"name", args.name},
                {"definition", job->ToJsonObject()},
-               {"replaced", existing->has_value()},
+               {"replaced", replaced},
                {"next", NextJson(*next, job->timezone)}});
   } else {
-    std::cout << (existing->has_value() ? "replaced" : "added") << " cron job " << args.name;
+    std::cout << (replaced ? "replaced" : "added") << " cron job " << args.name;
     if (!next->times.empty())
       std::cout << ": next run at " << FireTimeLine(*next, 0, job->timezone);
     std::cout << (job->enabled ? "" : " (disabled)") << "\n";
@@ -146,33 +146,46 @@ int RunAdd(Context& ctx, const CronArgs& args) {
 }
 
 int RunList(Context& ctx) {
-  auto store = OpenStore(ctx);
-  if (!store.ok()) return ctx.Fail("cron list", store.status());
-  auto jobs = store->List();
-  if (!jobs.ok()) return ctx.Fail("cron list", jobs.status());
+  auto cron = OpenCron(ctx);
+  if (!cron.ok()) return ctx.Fail("cron list", cron.status());
+  auto list = (*cron)->List();
+  if (!list.ok()) return ctx.Fail("cron list", list.status());
+  // One row per stored job, readable or not, in name order.
+  struct Row {
+    std::string name;
+    nlohmann::json json;
+    std::vector<std::string> cells;
+  };
+  std::vector<Row> rows;
+  for (const CronJobSpec& spec : list->jobs) {
+    const internal::CronJob job{spec};
+    auto next = NextTimes(job, 1);
+    std::string next_text =
+        next.ok() && !next->times.empty() ? LocalText(next->times.front(), job.timezone) : "-";
+    rows.push_back(
+        {job.name,
+         {{"name", job.name},
+          {"valid", true},
+          {"definition", job.ToJsonObject()},
+          {"next", next.ok() ? NextJson(*next, job.timezone) : nlohmann::json::array()}},
+         {job.name, job.enabled ? "yes" : "no", job.schedule, job.timezone, job.ns, job.task_type,
+          std::string(internal::MissedTickPolicyName(job.missed)), job.enabled ? next_text : "-"}});
+  }
+  for (const UnreadableCronJob& bad : list->unreadable) {
+    rows.push_back({bad.name,
+                    {{"name", bad.name}, {"valid", false}, {"error", bad.error}},
+                    {bad.name, "-", "(invalid: " + bad.error + ")", "", "", "", "", ""}});
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.name < b.name; });
   nlohmann::json out = nlohmann::json::array();
   Table table({"NAME", "ENABLED", "SCHEDULE", "TIMEZONE", "NAMESPACE", "TYPE", "MISSED", "NEXT"});
-  for (const auto& [name, json] : *jobs) {
-    auto job = internal::CronJob::FromJson(name, json);
-    if (!job.ok()) {
-      out.push_back({{"name", name}, {"valid", false}, {"error", job.status().message()}});
-      table.Add({name, "-", "(invalid: " + job.status().message() + ")", "", "", "", "", ""});
-      continue;
-    }
-    auto next = NextTimes(*job, 1);
-    std::string next_text =
-        next.ok() && !next->times.empty() ? LocalText(next->times.front(), job->timezone) : "-";
-    out.push_back({{"name", name},
-                   {"valid", true},
-                   {"definition", job->ToJsonObject()},
-                   {"next", next.ok() ? NextJson(*next, job->timezone) : nlohmann::json::array()}});
-    table.Add({name, job->enabled ? "yes" : "no", job->schedule, job->timezone, job->ns,
-               job->task_type, std::string(internal::MissedTickPolicyName(job->missed)),
-               job->enabled ? next_text : "-"});
+  for (Row& row : rows) {
+    out.push_back(std::move(row.json));
+    table.Add(std::move(row.cells));
   }
   if (ctx.global.json) {
     PrintJson({{"jobs", out}});
-  } else if (jobs->empty()) {
+  } else if (rows.empty()) {
     std::cout << "no cron jobs\n";
   } else {
     table.Print(std::cout);
@@ -181,9 +194,9 @@ int RunList(Context& ctx) {
 }
 
 int RunShow(Context& ctx, const CronArgs& args) {
-  auto store = OpenStore(ctx);
-  if (!store.ok()) return ctx.Fail("cron show", store.status());
-  auto job = LoadJob(*store, args.name);
+  auto cron = OpenCron(ctx);
+  if (!cron.ok()) return ctx.Fail("cron show", cron.status());
+  auto job = LoadJob(**cron, args.name);
   if (!job.ok()) return ctx.Fail("cron show", job.status(), "See the jobs with 'baton cron list'.");
   auto next = NextTimes(*job, 5);
   if (!next.ok()) return ctx.Fail("cron show", next.status());
@@ -230,9 +243,9 @@ int RunNext(Context& ctx, const CronArgs& args) {
     job.schedule = args.schedule;
     job.timezone = args.tz;
   } else {
-    auto store = OpenStore(ctx);
-    if (!store.ok()) return ctx.Fail("cron next", store.status());
-    auto stored = LoadJob(*store, args.name);
+    auto cron = OpenCron(ctx);
+    if (!cron.ok()) return ctx.Fail("cron next", cron.status());
+    auto stored = LoadJob(**cron, args.name);
     if (!stored.ok()) {
       return ctx.Fail("cron next", stored.status(), "See the jobs with 'baton cron list'.");
     }
@@ -263,9 +276,9 @@ int RunNext(Context& ctx, const CronArgs& args) {
 }
 
 int RunRemove(Context& ctx, const CronArgs& args) {
-  auto store = OpenStore(ctx);
-  if (!store.ok()) return ctx.Fail("cron rm", store.status());
-  if (Status s = store->Remove(args.name); !s.ok()) {
+  auto cron = OpenCron(ctx);
+  if (!cron.ok()) return ctx.Fail("cron rm", cron.status());
+  if (Status s = (*cron)->Remove(args.name); !s.ok()) {
     return ctx.Fail("cron rm", s, "See the jobs with 'baton cron list'.");
   }
   if (ctx.global.json) {
@@ -278,12 +291,13 @@ int RunRemove(Context& ctx, const CronArgs& args) {
 
 int RunEnable(Context& ctx, const CronArgs& args, bool enabled) {
   std::string command = enabled ? "cron enable" : "cron disable";
-  auto store = OpenStore(ctx);
-  if (!store.ok()) return ctx.Fail(command, store.status());
-  auto job = LoadJob(*store, args.name);
-  if (!job.ok()) return ctx.Fail(command, job.status(), "See the jobs with 'baton cron list'.");
-  job->enabled = enabled;
-  if (Status s = store->Put(args.name, job->ToJson()); !s.ok()) return ctx.Fail(command, s);
+  auto cron = OpenCron(ctx);
+  if (!cron.ok()) return ctx.Fail(command, cron.status());
+  if (Status s = (*cron)->SetEnabled(args.name, enabled); !s.ok()) {
+    return ctx.Fail(
+        command, s,
+        s.code() == StatusCode::kNotFound ? "See the jobs with 'baton cron list'." : "");
+  }
   if (ctx.global.json) {
     PrintJson({{"name", args.name}, {"enabled", enabled}});
   } else {

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   Context ctx;
   CLI::App app{"baton: enqueue, inspect and operate Baton task queues (docs/cli.md)", "baton"};
   app.option_defaults()->always_capture_default();
-  app.add_option("--redis", ctx.global.redis_url,
+  app.add_option("--redis", ctx.global.redis.url,
                  "Redis URL (redis://[user:password@]host:port[/db])")
       ->envname("BATON_REDIS_URL");
   app.add_flag("--json", ctx.global.json, "Print one JSON document instead of text");

@@ -91,12 +91,14 @@ Status RunTask(const WorkArgs& args, TaskContext& context) {
 int RunWork(Context& ctx, const WorkArgs& args) {
   ::signal(SIGPIPE, SIG_IGN);
   WorkerOptions options;
-  options.redis_url = ctx.global.redis_url;
+  options.redis = ctx.global.redis;
   options.group = args.group;
   options.service = args.service;
   options.default_concurrency = args.concurrency;
   options.maintenance = args.maintenance;
   options.handle_signals = true;
+  options.logger =
+      NewStderrLogger();  // reconnects, failed heartbeats: on stderr with its own lines
   options.shutdown_grace = std::chrono::seconds(args.kill_grace + 5);
   Worker worker(options);
   TypeOptions type_options;

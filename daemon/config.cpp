@@ -35,7 +35,7 @@ const std::vector<RemovedSetting>& RemovedSettings() {
 }
 
 Status Validate(const DaemonConfig& c) {
-  auto url = internal::RedisEndpoint::Parse(c.redis_url);
+  auto url = internal::RedisEndpoint::Parse(c.redis.url);
   if (!url.ok()) return Status::InvalidArgument("redis-url", url.status().message());
   for (const std::string& ns : c.namespaces) {
     if (!IsValidName(ns)) {
@@ -100,7 +100,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.set_config("--config", has_env_config ? env_config : "",
                  "Read settings from this INI/TOML file (keys = long flag names; env BATON_CONFIG)",
                  has_env_config);
-  app.add_option("--redis-url,--redis", c.redis_url,
+  app.add_option("--redis-url,--redis", c.redis.url,
                  "Redis to serve: redis://[user:password@]host:port[/db] or unix:///path")
       ->envname("BATON_REDIS_URL")
       ->capture_default_str();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "baton/redis_options.h"
 #include "baton/status.h"
 
 namespace baton::batond {
@@ -16,7 +17,7 @@ namespace baton::batond {
 // consumer group, renewed by each heartbeat, plus the lease length its worker asked for, or the
 // namespace setting lease_ms), and batond only takes back expired ones.
 struct DaemonConfig {
-  std::string redis_url = "redis://127.0.0.1:6379";
+  RedisOptions redis;                   // url, timeout
   std::vector<std::string> namespaces;  // empty = every namespace that has task types
   int promote_batch = 1000;             // tasks moved per baton_v2_promote call (1..10000)
   // Longest time between two checks of a type for expired leases (it is checked sooner when a

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "broker/function_library.h"
+#include "core/backoff.h"
 #include "log.h"
-#include "scheduler/backoff.h"
 
 namespace baton::batond {
 
@@ -105,7 +105,7 @@ nlohmann::json Daemon::HealthDetails() const {
 }
 
 Status Daemon::PrepareRedis() {
-  auto endpoint = internal::RedisEndpoint::Parse(config_.redis_url);
+  auto endpoint = internal::RedisEndpoint::FromOptions(config_.redis);
   if (!endpoint.ok()) return endpoint.status().WithContext("redis-url");
   internal::Backoff backoff(std::chrono::milliseconds(200), std::chrono::milliseconds(5000));
   while (true) {
@@ -133,7 +133,7 @@ Status Daemon::PrepareRedis() {
 
 Status Daemon::EnsureConn() {
   if (conn_ && !conn_->broken()) return Status::Ok();
-  auto endpoint = internal::RedisEndpoint::Parse(config_.redis_url);
+  auto endpoint = internal::RedisEndpoint::FromOptions(config_.redis);
   if (!endpoint.ok()) return endpoint.status();
   auto conn = internal::RedisConnection::Open(*endpoint);
   if (!conn.ok()) return conn.status();
@@ -201,14 +201,14 @@ void Daemon::CheckLibrary() {
 }
 
 Status Daemon::StartComponents() {
-  auto endpoint = internal::RedisEndpoint::Parse(config_.redis_url);
+  auto endpoint = internal::RedisEndpoint::FromOptions(config_.redis);
   if (!endpoint.ok()) return endpoint.status();
   directory_ = std::make_unique<internal::TypeDirectory>(config_.namespaces);
   internal::TypeDirectory* directory = directory_.get();
   auto source = [directory] { return directory->Snapshot(); };
 
   internal::Promoter::Options po;
-  po.redis_url = config_.redis_url;
+  po.redis = config_.redis;
   po.limit = config_.promote_batch;
   po.interval = kPromoterSafetyInterval;
   po.types_source = source;
@@ -218,7 +218,7 @@ Status Daemon::StartComponents() {
   if (Status st = promoter_->Start(); !st.ok()) return st;
 
   internal::Reaper::Options ro;
-  ro.redis_url = config_.redis_url;
+  ro.redis = config_.redis;
   ro.count = config_.reclaim_batch;
   ro.interval = config_.reaper_interval;
   ro.name = config_.instance;
@@ -269,7 +269,7 @@ Status Daemon::StartComponents() {
 
   if (config_.cron) {
     internal::CronTicker::Options co;
-    co.redis_url = config_.redis_url;
+    co.redis = config_.redis;
     co.grace = config_.cron_grace;
     co.namespaces = config_.namespaces;
     co.log = log_;
@@ -344,7 +344,7 @@ void Daemon::LogStats(bool force) {
 Status Daemon::Run() {
   Log(info, "batond starting",
       {{"instance", config_.instance},
-       {"redis", config_.redis_url.find('@') == std::string::npos ? config_.redis_url
+       {"redis", config_.redis.url.find('@') == std::string::npos ? config_.redis.url
                                                                   : "(with credentials)"},
        {"namespaces", config_.namespaces.empty() ? "all" : Join(config_.namespaces)},
        {"promote_batch", config_.promote_batch},
@@ -356,7 +356,7 @@ Status Daemon::Run() {
   if (!config_.health.empty()) {
     HealthServerOptions ho;
     if (Status st = ParseListenAddress(config_.health, &ho.host, &ho.port); !st.ok()) return st;
-    ho.redis_url = config_.redis_url;
+    ho.redis = config_.redis;
     ho.details = [this] { return HealthDetails(); };
     auto health = HealthServer::Start(std::move(ho));
     if (!health.ok()) return health.status();

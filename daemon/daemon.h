@@ -19,9 +19,9 @@
 
 #include "baton/status.h"
 #include "config.h"
+#include "core/loop_log.h"
 #include "health_server.h"
 #include "scheduler/cron_ticker.h"
-#include "scheduler/loop_log.h"
 #include "scheduler/promoter.h"
 #include "scheduler/reaper.h"
 #include "scheduler/type_directory.h"

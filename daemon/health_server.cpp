@@ -83,7 +83,7 @@ HealthServer::HealthServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 HealthServer::~HealthServer() { Stop(); }
 
 StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(HealthServerOptions options) {
-  auto endpoint = RedisEndpoint::Parse(options.redis_url);
+  auto endpoint = RedisEndpoint::Parse(options.redis.url);
   if (!endpoint.ok()) return endpoint.status();
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);

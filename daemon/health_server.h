@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "baton/redis_options.h"
 #include "baton/status.h"
 
 namespace baton::batond {
@@ -18,7 +19,7 @@ namespace baton::batond {
 struct HealthServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0 = any free port (see HealthServer::port())
-  std::string redis_url;
+  RedisOptions redis;
   std::chrono::milliseconds probe_timeout{1000};  // connect + PING + version check, per probe
   // Extra fields merged into every answer (instance, components); called on the server's threads.
   std::function<nlohmann::json()> details;

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   baton::ClientOptions options;
-  if (argc > 1) options.redis_url = argv[1];
+  if (argc > 1) options.redis.url = argv[1];
   auto client = baton::Client::Connect(options);
   if (!client.ok()) {
     std::fprintf(stderr, "producer: %s\n", client.status().ToString().c_str());

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   }
   // snippet-begin
   baton::ClientOptions options;
-  if (argc > 1) options.redis_url = argv[1];  // default redis://127.0.0.1:6379
+  if (argc > 1) options.redis.url = argv[1];  // default redis://127.0.0.1:6379
   auto client = baton::Client::Connect(options);
   if (!client.ok()) return std::fprintf(stderr, "%s\n", client.status().ToString().c_str()), 1;
 

@@ -16,8 +16,9 @@ int main(int argc, char** argv) {
   }
   // snippet-begin
   baton::WorkerOptions options;
-  if (argc > 1) options.redis_url = argv[1];
-  options.handle_signals = true;  // SIGTERM/SIGINT: finish running tasks, then return
+  if (argc > 1) options.redis.url = argv[1];
+  options.handle_signals = true;              // SIGTERM/SIGINT: finish running tasks, then return
+  options.logger = baton::NewStderrLogger();  // lost connections, failed heartbeats, recoveries
   baton::Worker worker(options);
   baton::Status status = worker.Register("shop", "send_email", [](baton::TaskContext& ctx) {
     std::printf("sending %s (attempt %d)\n", ctx.task().payload_json.c_str(), ctx.attempt());

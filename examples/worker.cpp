@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   baton::WorkerOptions options;
-  if (argc > 1) options.redis_url = argv[1];
+  if (argc > 1) options.redis.url = argv[1];
+  options.logger = baton::NewStderrLogger();
   options.service = "demo-cpp";
   options.handle_signals = true;
   baton::Worker worker(options);

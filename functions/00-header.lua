@@ -55,6 +55,7 @@ local TYPES_CHANNEL = 'baton:v2:types'
 local PAYLOAD_MAX_BYTES = 524288
 local CHUNK = 512 -- arguments per variadic command (unpack is limited by the Lua C stack)
 local TRIM_BATCH = 256 -- expired done markers / dead tasks dropped per call at most
+local ERRORS_KEPT = 50 -- failures kept per task in errors (the newest; see append_error)
 
 -- A work stream entry has two fields (docs/keyspace.md): 'task' holds
 -- 'ID|MAX_RETRY|DELAY_SECONDS|CREATED_AT|EXECUTION_TIMEOUT|ATTEMPT|EXTRA' and 'payload' the
@@ -831,20 +832,54 @@ local function seeded_jitter(seed, i)
 end
 
 ---------------------------------------------------------------------------------------------------
--- Error history (baton:v2:{NS}:errors): a JSON array, appended to as text.
+-- Error history (baton:v2:{NS}:errors, docs/keyspace.md): one field per failure, so recording one
+-- reads and rewrites nothing that exists. Field ID holds N, the sequence number of the task's
+-- newest recorded failure; field ID|K the JSON object of failure K (1..N). Only the newest
+-- ERRORS_KEPT are kept: ID|max(1, N-ERRORS_KEPT+1) .. ID|N. Ids never contain '|', so ID|K never
+-- meets another task's field. The count goes on across dlq_replay (the history stays).
 
 local function append_error(ctx, id, attempt, kind, message, stack, worker)
   local e = '{"attempt":' .. attempt .. ',"kind":' .. json_string(kind) .. ',"error":' ..
       json_string(message) .. ',"stack":' .. json_string(stack) .. ',"worker":' ..
       json_string(worker) .. ',"at_ms":' .. int_text(ctx.now) .. '}'
-  local old = call('HGET', ctx.keys.errors, id)
-  local new
-  if old and #old > 2 and sub(old, -1) == ']' then
-    new = sub(old, 1, -2) .. ',' .. e .. ']'
-  else
-    new = '[' .. e .. ']'
+  local errors = ctx.keys.errors
+  local n = pcall_redis('HINCRBY', errors, id, 1)
+  if type_(n) ~= 'number' then
+    -- the counter is not an integer (written by hand): the history starts again
+    n = 1
+    call('HSET', errors, id, '1')
   end
-  call('HSET', ctx.keys.errors, id, new)
+  call('HSET', errors, id .. '|' .. int_text(n), e)
+  if n > ERRORS_KEPT then
+    call('HDEL', errors, id .. '|' .. int_text(n - ERRORS_KEPT))
+  end
+end
+
+-- Removes the whole error history of ids: their counters (one HMGET), then one HDEL (in chunks of
+-- CHUNK arguments) of each ID and every ID|K still kept.
+local function delete_errors(errors, ids)
+  local counts = call_many('HMGET', errors, ids)
+  local fields, f = {}, 0
+  for i = 1, #ids do
+    local c = counts[i]
+    if c then
+      local id = ids[i]
+      f = f + 1
+      fields[f] = id
+      if is_uint(c) then
+        local n = tonumber_(c)
+        local first = n - ERRORS_KEPT + 1
+        if first < 1 then
+          first = 1
+        end
+        for j = first, n do
+          f = f + 1
+          fields[f] = id .. '|' .. int_text(j)
+        end
+      end
+    end
+  end
+  call_many('HDEL', errors, fields)
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -873,7 +908,7 @@ local function drop_dead(ctx, ids, reason)
   call_many('ZREM', ctx.keys.dead, ids)
   call_many('HDEL', ctx.keys.tasks, ids)
   call_many('HDEL', ctx.keys.bodies, ids)
-  call_many('HDEL', ctx.keys.errors, ids)
+  delete_errors(ctx.keys.errors, ids)
   mark_final(ctx, ids, ended)
   if ctx.config.with_events then
     -- the reason rides on the group's entry: one entry per reason and call

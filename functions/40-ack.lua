@@ -127,10 +127,10 @@ register('baton_v2_ack', function(keys, args)
   end
   if f > 0 then
     call_many('HDEL', k.tasks, finished)
-    -- A first-run success has no error history unless a replay reset its attempt: skip the HDEL
-    -- when the hash is empty.
+    -- A first-run success has no error history unless a replay reset its attempt: skip the
+    -- errors entirely when the hash is empty.
     if with_errors or call('HLEN', k.errors) > 0 then
-      call_many('HDEL', k.errors, finished)
+      delete_errors(k.errors, finished)
     end
     mark_final(ctx, finished, nil)
     trim_final(ctx)

@@ -22,10 +22,11 @@ queue.
   ARGV[8]  base_ms (retry backoff base, ms)
   ARGV[9]  max_ms (retry backoff cap, ms)
   ARGV[10] jitter, a number in [0, 1)
-  The entry leaves the stream and the PEL (its lease ends); the body goes to bodies and the attempt is
-  appended to errors. non_retryable and malformed go to the dead-letter queue at once; otherwise
-  the task retries (due = now + backoff) until it has run 1 + max_retry times. A death applies the
-  dead-letter caps (dlq_max, dlq_retention_s).
+  The entry leaves the stream and the PEL (its lease ends); the body goes to bodies and the attempt
+  becomes the task's next failure in errors (field ID|N, N counted in field ID; the newest 50 are
+  kept, docs/keyspace.md). non_retryable and malformed go to the dead-letter queue at once;
+  otherwise the task retries (due = now + backoff) until it has run 1 + max_retry times. A death
+  applies the dead-letter caps (dlq_max, dlq_retention_s).
   Returns: {'retry', due_ms, attempt}, {'dead', at_ms, attempt}, or {'stale', '', 0} when the
     entry is no longer this worker's (the lease expired and the task was taken back).
   Errors: BATON_INVALID <field>: <rule>.

@@ -1,7 +1,8 @@
 
 --[[
 baton_v2_dlq_replay: puts a dead task back into its stream with a fresh retry budget (attempt 0),
-optionally with a new payload. The error history stays in errors.
+optionally with a new payload. The error history stays in errors: later failures continue its
+sequence.
   KEYS[1]  baton:v2:{NS}:dead:TYPE
   KEYS[2]  baton:v2:{NS}:stream:TYPE
   KEYS[3]  baton:v2:{NS}:tasks

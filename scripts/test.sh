@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/check_format.sh
+/usr/bin/python3 scripts/check_layers.py                # module layering, hiredis only in src/broker
 /usr/bin/python3 scripts/gen_protocol.py --check  # generated protocol constants are fresh
 /usr/bin/python3 scripts/check_doc_snippets.py      # code in the docs equals the examples CI runs
 scripts/build.sh release

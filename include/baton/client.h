@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "baton/redis_options.h"
 #include "baton/status.h"
 #include "baton/task.h"
 
 namespace baton {
 
 struct ClientOptions {
-  std::string redis_url = "redis://127.0.0.1:6379";
-  std::chrono::milliseconds timeout{5000};
+  RedisOptions redis;
 };
 
 // The settings of one namespace, kept in Redis (baton_v2_configure) so that every client, worker

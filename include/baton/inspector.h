@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "baton/redis_options.h"
 #include "baton/status.h"
 
 namespace baton {
@@ -21,8 +22,7 @@ class InspectorCore;
 }  // namespace internal
 
 struct InspectorOptions {
-  std::string redis_url = "redis://127.0.0.1:6379";
-  std::chrono::milliseconds timeout{5000};
+  RedisOptions redis;
   // A consumer that talked to Redis within this window is live. Baton workers poll at least every
   // WorkerOptions::block (2 s), so a live worker is never idle for long.
   std::chrono::milliseconds live_consumer_window{30000};

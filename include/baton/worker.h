@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "baton/logger.h"
+#include "baton/redis_options.h"
 #include "baton/status.h"
 #include "baton/task.h"
 
@@ -93,7 +95,8 @@ struct TypeOptions {
 };
 
 struct WorkerOptions {
-  std::string redis_url = "redis://127.0.0.1:6379";
+  // Commands wait up to redis.timeout; the fetcher's XREAD BLOCK adds `block` to it.
+  RedisOptions redis;
   // Consumer group. Every worker of a (namespace, type) shares one group: a task is one unit of
   // work, acked once (ack deletes the entry), not a message fanned out to several services. The
   // only other group is the temporary "<group>.rescue" of `baton rescue` (docs/rescue.md).
@@ -118,6 +121,10 @@ struct WorkerOptions {
   // returns). The worker's own threads always block both signals; call Run() from the main thread
   // (or block the signals in the application's other threads) so that they reach Run().
   bool handle_signals = false;
+  // Receives what happens in the worker's own threads: a lost or recovered Redis connection, a
+  // failed heartbeat or ack, maintenance trouble (outages once when they start, once when they
+  // end). nullptr: nothing is logged. NewStderrLogger() writes them to stderr.
+  std::shared_ptr<Logger> logger;
 };
 
 // Counters since Start(), counted when Redis confirmed the outcome.

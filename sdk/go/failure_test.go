@@ -11,9 +11,10 @@ import (
 	"time"
 
 	baton "github.com/baton-dev/baton/sdk/go"
+	"github.com/baton-dev/baton/sdk/go/internal/redistest"
 )
 
-// attemptError is one element of the errors hash (docs/keyspace.md).
+// attemptError is one failure of the errors hash (docs/keyspace.md, "Error history").
 type attemptError struct {
 	Attempt int    `json:"attempt"`
 	Kind    string `json:"kind"`
@@ -25,13 +26,18 @@ type attemptError struct {
 
 func errorsOf(t *testing.T, ns, id string) []attemptError {
 	t.Helper()
-	raw, err := rawClient(t).HGet(context.Background(), keyOf(ns, "errors"), id).Result()
+	history, err := redistest.ErrorHistory(context.Background(), rawClient(t), keyOf(ns, "errors"), id)
 	if err != nil {
 		t.Fatalf("errors of %s: %v", id, err)
 	}
-	var out []attemptError
-	if err := json.Unmarshal([]byte(raw), &out); err != nil {
-		t.Fatal(err)
+	if len(history) == 0 {
+		t.Fatalf("no error recorded for %s", id)
+	}
+	out := make([]attemptError, len(history))
+	for i, raw := range history {
+		if err := json.Unmarshal(raw, &out[i]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }

@@ -59,11 +59,14 @@ func TestMalformedTaskIsDeadLettered(t *testing.T) {
 	if _, err := rdb.ZScore(ctx, keys.dead, "bad-1").Result(); err != nil {
 		t.Fatalf("not dead-lettered: %v", err)
 	}
-	var errs []struct{ Kind, Error string }
-	raw, _ := rdb.HGet(ctx, keys.errors, "bad-1").Result()
-	if err := json.Unmarshal([]byte(raw), &errs); err != nil || len(errs) != 1 || errs[0].Kind != "malformed" ||
-		!strings.HasPrefix(errs[0].Error, "malformed task: payload: not valid JSON: ") {
-		t.Fatalf("errors %s", raw)
+	history, err := redistest.ErrorHistory(ctx, rdb, keys.errors, "bad-1")
+	if err != nil || len(history) != 1 {
+		t.Fatalf("errors %s (%v)", history, err)
+	}
+	var e struct{ Kind, Error string }
+	if err := json.Unmarshal(history[0], &e); err != nil || e.Kind != "malformed" ||
+		!strings.HasPrefix(e.Error, "malformed task: payload: not valid JSON: ") {
+		t.Fatalf("errors %s", history[0])
 	}
 	if handled.Load() != 1 || w.Stats().Malformed != 1 {
 		t.Fatalf("handled %d, stats %+v", handled.Load(), w.Stats())

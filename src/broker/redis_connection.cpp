@@ -76,8 +76,9 @@ RedisConnection::~RedisConnection() {
 }
 
 StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Open(
-    const RedisEndpoint& endpoint, std::chrono::milliseconds timeout) {
-  std::unique_ptr<RedisConnection> connection(new RedisConnection(endpoint, timeout));
+    const RedisEndpoint& endpoint, std::optional<std::chrono::milliseconds> timeout) {
+  std::unique_ptr<RedisConnection> connection(
+      new RedisConnection(endpoint, timeout.value_or(endpoint.timeout)));
   if (Status s = connection->Connect(); !s.ok()) return s;
   return connection;
 }

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "baton/redis_options.h"
 #include "baton/status.h"
 
 struct redisContext;
@@ -24,9 +26,13 @@ struct RedisEndpoint {
   std::string username;
   std::string password;
   int db = 0;
+  // Connect and per-command reply timeout of the connections opened to this endpoint.
+  std::chrono::milliseconds timeout{5000};
   // Port defaults to 6379, db to 0; user and password may be percent-encoded; IPv6 hosts in
   // brackets. Errors: kInvalidArgument "redis_url: <rule>" (never echoes the password).
   static StatusOr<RedisEndpoint> Parse(std::string_view url);
+  // Parse(options.url), with options.timeout.
+  static StatusOr<RedisEndpoint> FromOptions(const RedisOptions& options);
 };
 
 // An owned copy of a reply tree (so it outlives hiredis' buffers and is easy to test).
@@ -52,12 +58,12 @@ Status StatusFromErrorReply(const Reply& reply);
 
 class RedisConnection {
  public:
-  // Connects, then AUTH (when a password is set), SELECT (db != 0) and PING. `timeout` bounds the
-  // connect and each command's reply, except BlockingCommand. Errors: kUnavailable (cannot
-  // connect, NOAUTH, AUTH failed, timeout).
+  // Connects, then AUTH (when a password is set), SELECT (db != 0) and PING. `timeout` (default:
+  // endpoint.timeout) bounds the connect and each command's reply, except BlockingCommand.
+  // Errors: kUnavailable (cannot connect, NOAUTH, AUTH failed, timeout).
   static StatusOr<std::unique_ptr<RedisConnection>> Open(
       const RedisEndpoint& endpoint,
-      std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+      std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;

@@ -133,6 +133,12 @@ Status ParseTcp(std::string_view rest, RedisEndpoint* endpoint) {
 
 }  // namespace
 
+StatusOr<RedisEndpoint> RedisEndpoint::FromOptions(const RedisOptions& options) {
+  StatusOr<RedisEndpoint> endpoint = Parse(options.url);
+  if (endpoint.ok()) endpoint->timeout = options.timeout;
+  return endpoint;
+}
+
 StatusOr<RedisEndpoint> RedisEndpoint::Parse(std::string_view url) {
   RedisEndpoint endpoint;
   Status status;

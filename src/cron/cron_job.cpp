@@ -64,6 +64,33 @@ StatusOr<MissedTickPolicy> ParseMissed(const json& value) {
                                  "must be \"skip\" or \"run_once\" (got " + Dump(value) + ")");
 }
 
+// Every field of the public definition, in declaration order (include/baton/cron.h).
+Status ValidateSpec(const CronJobSpec& job) {
+  if (Status s = CheckName("name", job.name); !s.ok()) return s;
+  if (auto schedule_or = MakeCronSchedule(job.schedule, job.timezone); !schedule_or.ok()) {
+    return schedule_or.status();
+  }
+  if (Status s = CheckName("namespace", job.ns); !s.ok()) return s;
+  if (Status s = CheckName("task_type", job.task_type); !s.ok()) return s;
+  if (!job.payload.is_object()) return Status::InvalidArgument("payload", "must be a JSON object");
+  if (const std::size_t size = Dump(job.payload).size(); size > kMaxPayloadBytes) {
+    return Status::InvalidArgument("payload",
+                                   "must be at most " + std::to_string(kMaxPayloadBytes) +
+                                       " bytes serialized (got " + std::to_string(size) + ")");
+  }
+  if (Status s = CheckRange("max_retry", job.max_retry, 0, kMaxRetryLimit); !s.ok()) return s;
+  if (job.missed != MissedTicks::kSkip && job.missed != MissedTicks::kRunOnce) {
+    return Status::InvalidArgument("missed", "must be kSkip or kRunOnce");
+  }
+  if (job.execution_timeout) {
+    if (Status s = CheckRange("execution_timeout", *job.execution_timeout, 1, kMaxExecutionTimeout);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string_view MissedTickPolicyName(MissedTickPolicy policy) {
@@ -76,31 +103,20 @@ std::string_view MissedTickPolicyName(MissedTickPolicy policy) {
   return "skip";
 }
 
-Status CronJob::Validate() const {
-  if (Status s = CheckName("name", name); !s.ok()) return s;
-  if (auto schedule_or = MakeSchedule(); !schedule_or.ok()) return schedule_or.status();
-  if (Status s = CheckName("namespace", ns); !s.ok()) return s;
-  if (Status s = CheckName("task_type", task_type); !s.ok()) return s;
-  if (!payload.is_object()) return Status::InvalidArgument("payload", "must be a JSON object");
-  if (const std::size_t size = Dump(payload).size(); size > kMaxPayloadBytes) {
-    return Status::InvalidArgument("payload",
-                                   "must be at most " + std::to_string(kMaxPayloadBytes) +
-                                       " bytes serialized (got " + std::to_string(size) + ")");
-  }
-  if (Status s = CheckRange("max_retry", max_retry, 0, kMaxRetryLimit); !s.ok()) return s;
-  if (execution_timeout) {
-    if (Status s = CheckRange("execution_timeout", *execution_timeout, 1, kMaxExecutionTimeout);
-        !s.ok()) {
-      return s;
-    }
-  }
-  return Status::Ok();
-}
+}  // namespace baton::internal
 
-StatusOr<CronSchedule> CronJob::MakeSchedule() const {
+namespace baton {
+
+Status CronJobSpec::Validate() const { return internal::ValidateSpec(*this); }
+
+}  // namespace baton
+
+namespace baton::internal {
+
+StatusOr<CronSchedule> MakeCronSchedule(std::string_view schedule, std::string_view timezone) {
   auto expression = CronExpression::Parse(schedule);
   if (!expression.ok()) return expression.status();
-  return CronSchedule::Make(std::move(*expression), timezone);
+  return CronSchedule::Make(std::move(*expression), std::string(timezone));
 }
 
 StatusOr<CronJob> CronJob::FromJson(std::string_view name, std::string_view text) {

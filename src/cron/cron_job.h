@@ -1,45 +1,37 @@
 #pragma once
 // A cron job definition, as stored in the Redis hash `baton:cron` (field: job name, value: the
-// JSON document of docs/cron.md), and the identity of the task each tick produces.
+// JSON document of docs/cron.md), and the identity of the task each tick produces. The fields and
+// their validation are public (include/baton/cron.h).
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "baton/cron.h"
 #include "baton/status.h"
 #include "baton/task.h"
 #include "cron/cron_schedule.h"
 
 namespace baton::internal {
 
-// What a scheduler does with ticks that came due while no scheduler was running (see cron_due.h).
-enum class MissedTickPolicy {
-  kSkip,     // "skip": missed ticks are dropped; the job resumes at its next tick
-  kRunOnce,  // "run_once": one task stands in for all the missed ticks
-};
+// What a scheduler does with ticks that came due while no scheduler was running (see cron_due.h):
+// the public baton::MissedTicks under its internal name.
+using MissedTickPolicy = MissedTicks;
 
 // "skip" / "run_once".
 std::string_view MissedTickPolicyName(MissedTickPolicy policy);
 
-struct CronJob {
-  std::string name;              // the `baton:cron` field; ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$
-  std::string schedule;          // a cron line (cron_expression.h)
-  std::string timezone = "UTC";  // an IANA zone name
-  std::string ns;                // "namespace" in JSON
-  std::string task_type;
-  nlohmann::json payload = nlohmann::json::object();
-  int max_retry = kDefaultMaxRetry;
-  bool enabled = true;
-  MissedTickPolicy missed = MissedTickPolicy::kSkip;
-  std::optional<int> execution_timeout;  // seconds, 1..86400
+// `schedule` parsed and bound to the zone `timezone`. kInvalidArgument "schedule: ..." or
+// "timezone: unknown IANA time zone ...".
+StatusOr<CronSchedule> MakeCronSchedule(std::string_view schedule, std::string_view timezone);
 
-  // Checks every field (the schedule parses, the zone exists, names match their patterns, ...).
-  // The kInvalidArgument Status names the first offending field and its rule.
-  Status Validate() const;
-
+// The public definition (baton::CronJobSpec: the fields and Validate()) plus what the engine needs:
+// the JSON form stored in baton:cron and the schedule bound to its zone. A CronJob is a
+// CronJobSpec, so it passes to CronClient as it is, and `CronJob{spec}` makes one from a spec.
+struct CronJob : CronJobSpec {
   // The schedule bound to the zone; fails like Validate() for the schedule and timezone fields.
-  StatusOr<CronSchedule> MakeSchedule() const;
+  StatusOr<CronSchedule> MakeSchedule() const { return MakeCronSchedule(schedule, timezone); }
 
   // Parses and validates the JSON definition of the job `name`. Unknown fields are rejected
   // (a misspelt "timezone" must not silently mean UTC). Errors name the field and the rule.

@@ -104,25 +104,24 @@ StatusOr<std::vector<DeadTask>> Inspector::ListDead(const std::string& ns,
   for (std::size_t start = 0; start < dead.size(); start += kBatch) {
     std::size_t end = std::min(dead.size(), start + kBatch);
     Command records = {"HMGET", keys.Tasks()};
-    Command errors = {"HMGET", keys.Errors()};
+    std::vector<std::string> ids;
     for (std::size_t i = start; i < end; ++i) {
       records.push_back(dead[i].id);
-      errors.push_back(dead[i].id);
+      ids.push_back(dead[i].id);
     }
-    auto details = core_->Pipeline({records, errors});
+    auto details = core_->Call(records);
     if (!details.ok()) return details.status();
+    auto newest = internal::ReadErrorHistories(*core_, keys.Errors(), ids, /*newest_only=*/true);
+    if (!newest.ok()) return newest.status();
     for (std::size_t i = start; i < end; ++i) {
-      const Reply& rec = (*details)[0].elements[i - start];
+      const Reply& rec = details->elements[i - start];
       if (!rec.is_nil()) {
         if (auto record = internal::ParseTaskRecord(rec.str)) dead[i].attempts = record->attempt;
       }
-      const Reply& err = (*details)[1].elements[i - start];
-      if (!err.is_nil()) {
-        auto history = internal::ParseErrors(err.str);
-        if (!history.empty()) {
-          dead[i].kind = history.back().kind;
-          dead[i].last_error = history.back().error;
-        }
+      const std::vector<TaskError>& history = (*newest)[i - start];
+      if (!history.empty()) {
+        dead[i].kind = history.back().kind;
+        dead[i].last_error = history.back().error;
       }
     }
   }

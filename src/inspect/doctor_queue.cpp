@@ -11,8 +11,8 @@
 #include "inspect/lease_scan.h"
 #include "inspect/queue_snapshot.h"
 #include "inspect/stream_id.h"
+#include "inspect/task_record.h"
 #include "inspect/time_text.h"
-#include "inspect/utf8_text.h"
 
 namespace baton {
 
@@ -220,11 +220,10 @@ StatusOr<QueueDiagnosis> Inspector::DoctorQueue(const std::string& ns, const std
     std::string id = latest->elements.empty() ? "" : latest->elements[0].AsString();
     std::string why;
     if (!id.empty()) {
-      auto errors = core_->Call({"HGET", keys.Errors(), id});
-      if (!errors.ok()) return errors.status();
-      auto parsed = nlohmann::json::parse(internal::ValidUtf8(errors->AsString()), nullptr, false);
-      if (parsed.is_array() && !parsed.empty() && parsed.back().contains("error")) {
-        why = ", because of \"" + parsed.back()["error"].get<std::string>() + "\"";
+      auto newest = internal::ReadErrorHistories(*core_, keys.Errors(), {id}, /*newest_only=*/true);
+      if (!newest.ok()) return newest.status();
+      if (!newest->front().empty()) {
+        why = ", because of \"" + newest->front().back().error + "\"";
       }
     }
     out.push_back(Make(DoctorCode::kDead, Severity::kWarning,

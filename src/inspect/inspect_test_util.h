@@ -32,7 +32,7 @@ class InspectTest : public ::testing::Test {
   void SetUp() override {
     redis_.LoadFunctions();
     ClientOptions client_options;
-    client_options.redis_url = redis_.url();
+    client_options.redis.url = redis_.url();
     auto client = Client::Connect(client_options);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     client_ = std::move(*client);
@@ -47,7 +47,7 @@ class InspectTest : public ::testing::Test {
   // Generous thresholds, so that a loaded machine cannot turn a live consumer into a dead one.
   InspectorOptions Options() const {
     InspectorOptions o;
-    o.redis_url = redis_.url();
+    o.redis.url = redis_.url();
     o.live_consumer_window = std::chrono::milliseconds(60000);
     o.overdue_grace = std::chrono::milliseconds(500);
     return o;

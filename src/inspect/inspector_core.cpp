@@ -5,15 +5,14 @@
 #include <set>
 
 #include "broker/function_library.h"
+#include "broker/redis_open.h"
 #include "core/keys.h"
 #include "core/task_rules.h"
 
 namespace baton::internal {
 
 StatusOr<std::unique_ptr<InspectorCore>> InspectorCore::Open(const InspectorOptions& options) {
-  auto endpoint = RedisEndpoint::Parse(options.redis_url);
-  if (!endpoint.ok()) return endpoint.status();
-  auto conn = RedisConnection::Open(*endpoint, options.timeout);
+  auto conn = OpenRedis(options.redis);
   if (!conn.ok()) return conn.status();
   return std::unique_ptr<InspectorCore>(new InspectorCore(options, std::move(*conn)));
 }

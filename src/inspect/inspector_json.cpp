@@ -190,15 +190,6 @@ nlohmann::json TaskInfo::ToJson() const {
                            {"deliveries", l.deliveries},
                            {"lease_deadline_ms", l.lease_deadline_ms}});
   }
-  nlohmann::json errors_json = nlohmann::json::array();
-  for (const auto& e : errors) {
-    errors_json.push_back({{"attempt", e.attempt},
-                           {"kind", e.kind},
-                           {"error", e.error},
-                           {"stack", e.stack},
-                           {"worker", e.worker},
-                           {"at_ms", e.at_ms}});
-  }
   nlohmann::json events_json = nlohmann::json::array();
   for (const auto& e : events) {
     events_json.push_back({{"event_id", e.event_id},
@@ -223,7 +214,7 @@ nlohmann::json TaskInfo::ToJson() const {
       {"finished_ms", Optional(finished_ms)},
       {"finished_by", finished_by},
       {"body", body ? internal::BodyToJson(*body) : nlohmann::json(nullptr)},
-      {"errors", errors_json},
+      {"errors", internal::ErrorsToJson(errors)},
       {"events", events_json},
       {"events_complete", events_complete},
       {"now_ms", now_ms}});

@@ -529,6 +529,74 @@ TEST_F(InspectorTest, ReplayWithANewPayloadKeepsTheErrorHistory) {
   EXPECT_EQ(inspector_->DeleteDead(kNs, "ghost").code(), StatusCode::kNotFound);
 }
 
+// The error history is one field per failure (docs/keyspace.md, "Error history"): task show lists
+// every attempt oldest first, a replay's failures continue the list, the DLQ shows the newest.
+TEST_F(InspectorTest, TaskShowListsEveryAttemptOldestFirst) {
+  EnqueueOptions options;
+  options.max_retry = 2;
+  std::string id = Enqueue("h", "{}", options);
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    const std::string n = std::to_string(attempt);
+    auto d = Dequeue("h", "g", "c" + n, 1);
+    ASSERT_EQ(d.size(), 1u);
+    ASSERT_EQ(Fail("h", "g", d[0], "err " + n, "error", "c" + n, /*base_ms=*/0),
+              attempt < 3 ? "retry" : "dead");
+    if (attempt < 3) {
+      Sleep(2ms);
+      Call(internal::fn::Promote(kNs, "h", 10));
+    }
+  }
+  auto task = inspector_->GetTask(kNs, id);
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  ASSERT_EQ(task->errors.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = std::to_string(i + 1);
+    EXPECT_EQ(task->errors[i].attempt, i + 1);
+    EXPECT_EQ(task->errors[i].error, "err " + n);
+    EXPECT_EQ(task->errors[i].worker, "c" + n);
+    EXPECT_EQ(task->errors[i].kind, "error");
+  }
+  EXPECT_LE(task->errors[0].at_ms, task->errors[2].at_ms);
+
+  ASSERT_TRUE(inspector_->ReplayDead(kNs, id).ok());
+  auto d = Dequeue("h", "g", "c4", 1);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(Fail("h", "g", d[0], "after replay", "non_retryable", "c4"), "dead");
+  auto again = inspector_->GetTask(kNs, id);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->errors.size(), 4u);
+  EXPECT_EQ(again->errors[0].error, "err 1");
+  EXPECT_EQ(again->errors[3].error, "after replay");
+  EXPECT_EQ(again->errors[3].attempt, 1);  // a replay starts the attempts again
+  EXPECT_EQ(again->ToJson()["errors"].size(), 4u);
+
+  auto dead = inspector_->ListDead(kNs, {});
+  ASSERT_TRUE(dead.ok()) << dead.status().ToString();
+  ASSERT_EQ(dead->size(), 1u);
+  EXPECT_EQ((*dead)[0].last_error, "after replay");
+  EXPECT_EQ((*dead)[0].kind, "non_retryable");
+}
+
+// Only the newest 50 failures are kept: the inspector reads the counter's window, ID|N-49..ID|N.
+TEST_F(InspectorTest, TaskShowReadsTheNewestFiftyFailures) {
+  std::string id = MakeDead("t", "first");
+  for (int k = 11; k <= 60; ++k) {
+    Call({"HSET", keys().Errors(), id + "|" + std::to_string(k),
+          "{\"attempt\":" + std::to_string(k) + ",\"kind\":\"error\",\"error\":\"e" +
+              std::to_string(k) + "\"}"});
+  }
+  Call({"HSET", keys().Errors(), id, "60"});
+  auto task = inspector_->GetTask(kNs, id);
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  ASSERT_EQ(task->errors.size(), 50u);
+  EXPECT_EQ(task->errors.front().attempt, 11);
+  EXPECT_EQ(task->errors.back().error, "e60");
+  auto dead = inspector_->ListDead(kNs, {});
+  ASSERT_TRUE(dead.ok());
+  ASSERT_EQ(dead->size(), 1u);
+  EXPECT_EQ((*dead)[0].last_error, "e60");
+}
+
 TEST_F(InspectorTest, ReplayIsRefusedWhenTheStoredBodyCannotBecomeATask) {
   std::string id = MakeDead("t", "x");
   auto body = nlohmann::json::parse(redis_.String({"HGET", keys().Bodies(), id}));

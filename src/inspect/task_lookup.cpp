@@ -153,7 +153,6 @@ StatusOr<TaskLookup> LookupTask(InspectorCore& core, const std::string& ns, cons
   auto replies = core.Pipeline({{"HGET", keys.Tasks(), id},
                                 {"ZSCORE", keys.Done(), id},
                                 {"HGET", keys.Ended(), id},
-                                {"HGET", keys.Errors(), id},
                                 {"HGET", keys.Bodies(), id}});
   if (!replies.ok()) return replies.status();
   for (const Reply& r : *replies) {
@@ -167,10 +166,12 @@ StatusOr<TaskLookup> LookupTask(InspectorCore& core, const std::string& ns, cons
   info.ns = ns;
   info.id = id;
   info.now_ms = *now;
-  if (!(*replies)[3].is_nil()) info.errors = ParseErrors((*replies)[3].str);
+  auto errors = ReadErrorHistories(core, keys.Errors(), {id});
+  if (!errors.ok()) return errors.status();
+  info.errors = std::move(errors->front());
 
   if (!record.is_nil()) {
-    if (Status s = LocateLive(core, keys, record.str, (*replies)[4], lookup); !s.ok()) return s;
+    if (Status s = LocateLive(core, keys, record.str, (*replies)[3], lookup); !s.ok()) return s;
   } else if (!finished.is_nil()) {
     if (Status s = LocateFinal(id, finished, (*replies)[2], info); !s.ok()) return s;
   } else {

@@ -1,6 +1,8 @@
 #include "inspect/task_record.h"
 
+#include <algorithm>
 #include <charconv>
+#include <functional>
 
 #include "inspect/inspector_core.h"
 #include "inspect/utf8_text.h"
@@ -154,24 +156,99 @@ std::int64_t BodyCreatedAt(const TaskBody& body) {
   return ParseInt(body.created_at, &n) ? n : 0;
 }
 
-std::vector<TaskError> ParseErrors(std::string_view json) {
-  std::vector<TaskError> errors;
+std::optional<TaskError> ParseTaskError(std::string_view json) {
   // A worker's stderr may be cut in the middle of a character, or hold any bytes: the functions
   // store them as they are, and nlohmann refuses to parse (or dump) such strings.
-  auto parsed = nlohmann::json::parse(ValidUtf8(json), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded() || !parsed.is_array()) return errors;
-  for (const auto& e : parsed) {
-    if (!e.is_object()) continue;
-    TaskError error;
-    error.attempt = static_cast<int>(IntField(e, "attempt"));
-    error.kind = StringField(e, "kind");
-    error.error = StringField(e, "error");
-    error.stack = StringField(e, "stack");
-    error.worker = StringField(e, "worker");
-    error.at_ms = IntField(e, "at_ms");
-    errors.push_back(std::move(error));
+  auto e = nlohmann::json::parse(ValidUtf8(json), nullptr, /*allow_exceptions=*/false);
+  if (e.is_discarded() || !e.is_object()) return std::nullopt;
+  TaskError error;
+  error.attempt = static_cast<int>(IntField(e, "attempt"));
+  error.kind = StringField(e, "kind");
+  error.error = StringField(e, "error");
+  error.stack = StringField(e, "stack");
+  error.worker = StringField(e, "worker");
+  error.at_ms = IntField(e, "at_ms");
+  return error;
+}
+
+namespace {
+
+// Runs commands in one round trip and returns their replies in order, error replies included.
+using PipelineFn = std::function<StatusOr<std::vector<Reply>>(const std::vector<Command>&)>;
+
+// The one reader of the errors hash (docs/keyspace.md; see ReadErrorHistories).
+StatusOr<std::vector<std::vector<TaskError>>> ReadHistories(const PipelineFn& pipeline,
+                                                            const std::string& errors_key,
+                                                            const std::vector<std::string>& ids,
+                                                            bool newest_only) {
+  std::vector<std::vector<TaskError>> histories(ids.size());
+  if (ids.empty()) return histories;
+  Command counters = {"HMGET", errors_key};
+  counters.insert(counters.end(), ids.begin(), ids.end());
+  auto counted = pipeline({counters});
+  if (!counted.ok()) return counted.status();
+  const Reply& n_reply = counted->at(0);
+  if (n_reply.is_error()) return StatusFromErrorReply(n_reply);
+
+  // Every kept ID|K of every id with a counter, in one HMGET; owner[j]: the id of field j.
+  Command fields = {"HMGET", errors_key};
+  std::vector<std::size_t> owner;
+  for (std::size_t i = 0; i < ids.size() && i < n_reply.elements.size(); ++i) {
+    std::int64_t n = 0;
+    if (!ParseInt(n_reply.elements[i].AsString(), &n) || n < 1) continue;
+    const std::int64_t first = newest_only ? n : std::max<std::int64_t>(1, n - kErrorsKept + 1);
+    for (std::int64_t k = first; k <= n; ++k) {
+      fields.push_back(ids[i] + "|" + std::to_string(k));
+      owner.push_back(i);
+    }
   }
-  return errors;
+  if (owner.empty()) return histories;
+  auto values = pipeline({fields});
+  if (!values.ok()) return values.status();
+  const Reply& v_reply = values->at(0);
+  if (v_reply.is_error()) return StatusFromErrorReply(v_reply);
+  for (std::size_t j = 0; j < owner.size() && j < v_reply.elements.size(); ++j) {
+    const Reply& value = v_reply.elements[j];
+    if (value.is_nil()) continue;  // removed meanwhile, or by hand
+    if (auto error = ParseTaskError(value.str)) histories[owner[j]].push_back(std::move(*error));
+  }
+  return histories;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::vector<TaskError>>> ReadErrorHistories(
+    InspectorCore& core, const std::string& errors_key, const std::vector<std::string>& ids,
+    bool newest_only) {
+  return ReadHistories(
+      [&core](const std::vector<Command>& commands) { return core.Pipeline(commands); }, errors_key,
+      ids, newest_only);
+}
+
+StatusOr<std::vector<TaskError>> ReadErrorHistory(RedisConnection& conn,
+                                                  const std::string& errors_key,
+                                                  const std::string& id) {
+  auto histories = ReadHistories(
+      [&conn](const std::vector<Command>& commands) {
+        for (const auto& c : commands) conn.Append(c);
+        return conn.Flush();
+      },
+      errors_key, {id}, /*newest_only=*/false);
+  if (!histories.ok()) return histories.status();
+  return std::move(histories->front());
+}
+
+nlohmann::json ErrorsToJson(const std::vector<TaskError>& errors) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : errors) {
+    out.push_back({{"attempt", e.attempt},
+                   {"kind", e.kind},
+                   {"error", e.error},
+                   {"stack", e.stack},
+                   {"worker", e.worker},
+                   {"at_ms", e.at_ms}});
+  }
+  return out;
 }
 
 nlohmann::json BodyToJson(const TaskBody& body) {

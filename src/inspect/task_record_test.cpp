@@ -89,5 +89,34 @@ TEST(TaskRecordTest, ForeignEntriesGiveWhatTheyHave) {
   EXPECT_EQ(EntryTaskId(swapped), "t-2");
 }
 
+// One failure of the errors hash (an ID|K value, docs/keyspace.md).
+TEST(TaskRecordTest, OneRecordedFailure) {
+  auto e = ParseTaskError(
+      R"j({"attempt":2,"kind":"timeout","error":"slow","stack":"at f()","worker":"w1",)j"
+      R"j("at_ms":1722489600123})j");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->attempt, 2);
+  EXPECT_EQ(e->kind, "timeout");
+  EXPECT_EQ(e->error, "slow");
+  EXPECT_EQ(e->stack, "at f()");
+  EXPECT_EQ(e->worker, "w1");
+  EXPECT_EQ(e->at_ms, 1722489600123);
+  nlohmann::json shown = ErrorsToJson({*e});
+  ASSERT_EQ(shown.size(), 1u);
+  EXPECT_EQ(shown[0]["kind"], "timeout");
+  EXPECT_EQ(shown[0]["at_ms"], 1722489600123);
+
+  // Invalid UTF-8 inside a string (a worker's stderr cut mid-character) is replaced, not fatal.
+  auto cut = ParseTaskError("{\"attempt\":1,\"kind\":\"error\",\"error\":\"caf\xc3\"}");
+  ASSERT_TRUE(cut.has_value());
+  EXPECT_EQ(cut->error, "caf\xef\xbf\xbd");
+  EXPECT_EQ(cut->worker, "");
+
+  // Not a failure's object: skipped by the readers.
+  EXPECT_FALSE(ParseTaskError("3").has_value());
+  EXPECT_FALSE(ParseTaskError(R"([{"attempt":1}])").has_value());
+  EXPECT_FALSE(ParseTaskError("{oops").has_value());
+}
+
 }  // namespace
 }  // namespace baton::internal

@@ -1,6 +1,5 @@
 #include "scheduler/cron_ticker.h"
 
-#include <hiredis/hiredis.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -11,9 +10,9 @@
 
 #include "broker/functions.h"
 #include "broker/redis_open.h"
+#include "core/backoff.h"
 #include "core/keys.h"
 #include "cron/cron_due.h"
-#include "scheduler/backoff.h"
 
 namespace baton::internal {
 
@@ -54,96 +53,7 @@ std::map<std::string, std::string> HashFromReply(const Reply& reply) {
   return out;
 }
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using HiredisReply = std::unique_ptr<redisReply, ReplyDeleter>;
-
-HiredisReply RunHiredis(redisContext* ctx, const std::vector<std::string>& argv) {
-  std::vector<const char*> args;
-  std::vector<size_t> lens;
-  for (const std::string& a : argv) {
-    args.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  return HiredisReply(static_cast<redisReply*>(
-      redisCommandArgv(ctx, static_cast<int>(args.size()), args.data(), lens.data())));
-}
-
 }  // namespace
-
-// The subscription to baton:cron:changed: its own hiredis connection in subscribe mode
-// (RedisConnection only speaks request/reply). Used by the loop thread only.
-class CronTicker::ChangeListener {
- public:
-  ~ChangeListener() { Disconnect(); }
-
-  bool connected() const { return ctx_ != nullptr; }
-  int fd() const { return ctx_->fd; }
-
-  Status Subscribe(const RedisEndpoint& endpoint) {
-    Disconnect();
-    timeval tv{2, 0};
-    ctx_ = endpoint.unix_socket.empty()
-               ? redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, tv)
-               : redisConnectUnixWithTimeout(endpoint.unix_socket.c_str(), tv);
-    if (ctx_ == nullptr || ctx_->err != 0) {
-      std::string why = ctx_ != nullptr ? ctx_->errstr : "out of memory";
-      Disconnect();
-      return Status::Unavailable("cron: subscribe: connect: " + why);
-    }
-    if (!endpoint.password.empty()) {
-      std::vector<std::string> auth = {"AUTH"};
-      if (!endpoint.username.empty()) auth.push_back(endpoint.username);
-      auth.push_back(endpoint.password);
-      if (Status s = Expect(RunHiredis(ctx_, auth), REDIS_REPLY_STATUS, "AUTH"); !s.ok()) return s;
-    }
-    return Expect(RunHiredis(ctx_, {"SUBSCRIBE", std::string(kCronChangedChannel)}),
-                  REDIS_REPLY_ARRAY, "SUBSCRIBE");
-  }
-
-  // Reads what the socket has (call when poll() says it is readable). True when a change message
-  // arrived; a broken connection is dropped (connected() turns false).
-  bool ReadMessages() {
-    if (redisBufferRead(ctx_) != REDIS_OK) {
-      Disconnect();
-      return false;
-    }
-    bool changed = false;
-    while (ctx_ != nullptr) {
-      void* raw = nullptr;
-      if (redisGetReplyFromReader(ctx_, &raw) != REDIS_OK) {
-        Disconnect();
-        break;
-      }
-      if (raw == nullptr) break;
-      HiredisReply reply(static_cast<redisReply*>(raw));
-      if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
-          reply->element[0]->type == REDIS_REPLY_STRING &&
-          std::string_view(reply->element[0]->str, reply->element[0]->len) == "message") {
-        changed = true;
-      }
-    }
-    return changed;
-  }
-
-  void Disconnect() {
-    if (ctx_ != nullptr) redisFree(ctx_);
-    ctx_ = nullptr;
-  }
-
- private:
-  Status Expect(HiredisReply reply, int type, const char* what) {
-    if (reply && reply->type == type) return Status::Ok();
-    std::string why = reply && reply->type == REDIS_REPLY_ERROR
-                          ? std::string(reply->str, reply->len)
-                          : std::string(ctx_->errstr);
-    Disconnect();
-    return Status::Unavailable(std::string("cron: subscribe: ") + what + ": " + why);
-  }
-
-  redisContext* ctx_ = nullptr;
-};
 
 CronTicker::CronTicker(Options options) : options_(std::move(options)) {
   if (options_.max_sleep.count() < 1) options_.max_sleep = std::chrono::milliseconds(1);
@@ -158,7 +68,7 @@ CronTicker::~CronTicker() {
 
 Status CronTicker::Start() {
   if (thread_.joinable()) return Status::Conflict("cron: already started");
-  if (auto endpoint = RedisEndpoint::Parse(options_.redis_url); !endpoint.ok()) {
+  if (auto endpoint = RedisEndpoint::FromOptions(options_.redis); !endpoint.ok()) {
     return endpoint.status().WithContext("cron");
   }
   if (wake_fd_ < 0) return Status::Internal("cron: eventfd failed");
@@ -180,10 +90,10 @@ void CronTicker::Stop() {
 }
 
 Status CronTicker::EnsureConnected() {
-  if (Status st = internal::EnsureConnected(conn_, options_.redis_url); !st.ok()) return st;
+  if (Status st = internal::EnsureConnected(conn_, options_.redis); !st.ok()) return st;
   if (!client_) {
     ClientOptions co;
-    co.redis_url = options_.redis_url;
+    co.redis = options_.redis;
     StatusOr<std::unique_ptr<Client>> client = Client::Connect(co);
     if (!client.ok()) return client.status();
     client_ = std::move(*client);
@@ -384,7 +294,7 @@ void CronTicker::Wait(std::chrono::milliseconds timeout) {
     if (left.count() <= 0) return;
     pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {-1, POLLIN, 0}};
     nfds_t n = 1;
-    if (listener_ && listener_->connected()) {
+    if (listener_) {
       fds[1].fd = listener_->fd();
       n = 2;
     }
@@ -393,15 +303,18 @@ void CronTicker::Wait(std::chrono::milliseconds timeout) {
     if (ready <= 0) continue;
     if (fds[0].revents != 0) return;  // Stop()
     if (n == 2 && fds[1].revents != 0) {
-      if (listener_->ReadMessages()) return;  // a job changed: run a pass now
-      if (!listener_->connected()) return;    // lost it: the loop subscribes again
+      StatusOr<std::vector<PubSubMessage>> messages = listener_->ReadAvailable();
+      if (!messages.ok()) {
+        listener_.reset();  // lost it: the loop subscribes again
+        return;
+      }
+      if (!messages->empty()) return;  // a job changed: run a pass now
     }
   }
 }
 
 void CronTicker::Loop() {
-  const RedisEndpoint endpoint = *RedisEndpoint::Parse(options_.redis_url);
-  listener_ = std::make_unique<ChangeListener>();
+  const RedisEndpoint endpoint = *RedisEndpoint::FromOptions(options_.redis);
   Backoff backoff;
   OutageLog outage("cron");
   Backoff subscribe_backoff;
@@ -409,8 +322,11 @@ void CronTicker::Loop() {
   std::map<std::string, std::string> last_invalid;  // report a broken definition once
   while (!stopping_) {
     // Subscribe before the pass, so that an edit made during the pass wakes the next wait.
-    if (!listener_->connected() && std::chrono::steady_clock::now() >= next_subscribe) {
-      if (listener_->Subscribe(endpoint).ok()) {
+    if (!listener_ && std::chrono::steady_clock::now() >= next_subscribe) {
+      StatusOr<std::unique_ptr<Subscription>> opened =
+          Subscription::Open(endpoint, {std::string(kCronChangedChannel)});
+      if (opened.ok()) {
+        listener_ = std::move(*opened);
         subscribe_backoff.Reset();
       } else {
         next_subscribe = std::chrono::steady_clock::now() + subscribe_backoff.Next();

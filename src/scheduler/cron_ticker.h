@@ -30,13 +30,15 @@
 #include <vector>
 
 #include "baton/client.h"
+#include "baton/redis_options.h"
 #include "baton/status.h"
 #include "broker/protocol_gen.h"
 #include "broker/redis_connection.h"
+#include "broker/subscription.h"
 #include "core/keys.h"
+#include "core/loop_log.h"
 #include "cron/cron_job.h"
 #include "cron/cron_schedule.h"
-#include "scheduler/loop_log.h"
 
 namespace baton::internal {
 
@@ -74,7 +76,7 @@ struct CronRunResult {
 class CronTicker {
  public:
   struct Options {
-    std::string redis_url = "redis://127.0.0.1:6379";
+    RedisOptions redis;  // url, timeout
     // Longest sleep between two passes: how late an edit of baton:cron is seen when its
     // baton:cron:changed message was lost.
     std::chrono::milliseconds max_sleep{1000};
@@ -137,8 +139,7 @@ class CronTicker {
 
   std::atomic<std::uint64_t> fired_total_{0};
 
-  class ChangeListener;  // the baton:cron:changed subscription; loop thread only
-  std::unique_ptr<ChangeListener> listener_;
+  std::unique_ptr<Subscription> listener_;  // baton:cron:changed; loop thread only
 };
 
 }  // namespace baton::internal

@@ -44,7 +44,7 @@ class CronTickerTest : public ::testing::Test {
 
   CronTicker::Options Opts() {
     CronTicker::Options o;
-    o.redis_url = redis_.url();
+    o.redis.url = redis_.url();
     o.grace = seconds(10);
     return o;
   }

@@ -5,7 +5,7 @@
 
 #include "broker/functions.h"
 #include "broker/redis_open.h"
-#include "scheduler/backoff.h"
+#include "core/backoff.h"
 
 namespace baton::internal {
 
@@ -61,7 +61,7 @@ std::vector<TypeRef> Promoter::CurrentTypes() const {
 
 StatusOr<PromoteResult> Promoter::RunOnce(const std::string& ns, const std::string& type) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) return st;
+  if (Status st = EnsureConnected(conn_, options_.redis); !st.ok()) return st;
   return RunOnceLocked(TypeRef{ns, type});
 }
 
@@ -84,7 +84,7 @@ StatusOr<PromoteResult> Promoter::RunOnceLocked(const TypeRef& type) {
 
 StatusOr<std::vector<PromoteResult>> Promoter::PromoteTypes(const std::vector<TypeRef>& types) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) return st;
+  if (Status st = EnsureConnected(conn_, options_.redis); !st.ok()) return st;
   std::vector<PromoteResult> out;
   if (types.empty()) return out;
   // First call for every type in one round trip; only a type that filled its limit needs more.
@@ -120,11 +120,11 @@ StatusOr<PromoteResult> Promoter::RunPass() {
 
 Status Promoter::Start() {
   if (thread_.joinable()) return Status::Conflict("promoter: already started");
-  StatusOr<RedisEndpoint> endpoint = RedisEndpoint::Parse(options_.redis_url);
+  StatusOr<RedisEndpoint> endpoint = RedisEndpoint::FromOptions(options_.redis);
   if (!endpoint.ok()) return endpoint.status().WithContext("promoter");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) {
+    if (Status st = EnsureConnected(conn_, options_.redis); !st.ok()) {
       return st.WithContext("promoter");
     }
   }

@@ -20,9 +20,10 @@
 #include <utility>
 #include <vector>
 
+#include "baton/redis_options.h"
 #include "baton/status.h"
 #include "broker/redis_connection.h"
-#include "scheduler/loop_log.h"
+#include "core/loop_log.h"
 #include "scheduler/type_ref.h"
 #include "scheduler/wakeup_subscriber.h"
 
@@ -37,8 +38,8 @@ struct PromoteResult {
 class Promoter {
  public:
   struct Options {
-    std::string redis_url = "redis://127.0.0.1:6379";
-    int limit = 500;  // tasks per baton_v2_promote call (1..10000)
+    RedisOptions redis;  // url, timeout
+    int limit = 500;     // tasks per baton_v2_promote call (1..10000)
     // Longest sleep: every `interval` every served type is checked, due time known or not.
     std::chrono::milliseconds interval{30000};
     // The types to serve: this fixed list, or (when it is empty) the list `types_source` returns,

@@ -38,7 +38,7 @@ class PromoterTest : public ::testing::Test {
   void SetUp() override {
     redis_.LoadFunctions();
     ClientOptions options;
-    options.redis_url = redis_.url();
+    options.redis.url = redis_.url();
     auto client = Client::Connect(options);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     client_ = std::move(*client);
@@ -59,7 +59,7 @@ class PromoterTest : public ::testing::Test {
 
   Promoter::Options Opts() const {
     Promoter::Options o;
-    o.redis_url = redis_.url();
+    o.redis.url = redis_.url();
     return o;
   }
   long long Len(const std::string& type) {

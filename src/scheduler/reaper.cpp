@@ -4,8 +4,8 @@
 #include <map>
 
 #include "broker/redis_open.h"
+#include "core/backoff.h"
 #include "core/keys.h"
-#include "scheduler/backoff.h"
 
 namespace baton::internal {
 
@@ -94,7 +94,7 @@ StatusOr<ReapResult> Reaper::RunPass() {
 
 StatusOr<std::vector<ReapResult>> Reaper::ReclaimTargets(const std::vector<Target>& targets) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) return st;
+  if (Status st = EnsureConnected(conn_, options_.redis); !st.ok()) return st;
   std::vector<ReapResult> out;
   if (targets.empty()) return out;
   for (const Target& t : targets) conn_->Append(ReclaimCommand(t));
@@ -127,7 +127,7 @@ Status Reaper::Start() {
   if (thread_.joinable()) return Status::Conflict("reaper: already started");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) {
+    if (Status st = EnsureConnected(conn_, options_.redis); !st.ok()) {
       return st.WithContext("reaper");
     }
   }
@@ -150,7 +150,7 @@ void Reaper::Stop() {
 
 StatusOr<std::vector<std::int64_t>> Reaper::PendingCounts(const std::vector<Target>& targets) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (Status st = EnsureConnected(conn_, options_.redis_url); !st.ok()) return st;
+  if (Status st = EnsureConnected(conn_, options_.redis); !st.ok()) return st;
   for (const Target& t : targets) {
     conn_->Append({"XINFO", "GROUPS", Keys(t.type.ns).Stream(t.type.type)});
   }

@@ -24,11 +24,12 @@
 #include <thread>
 #include <vector>
 
+#include "baton/redis_options.h"
 #include "baton/status.h"
 #include "baton/worker.h"
 #include "broker/functions.h"
 #include "broker/redis_connection.h"
-#include "scheduler/loop_log.h"
+#include "core/loop_log.h"
 #include "scheduler/type_ref.h"
 
 namespace baton::internal {
@@ -49,8 +50,8 @@ class Reaper {
     RetryPolicy retry;
   };
   struct Options {
-    std::string redis_url = "redis://127.0.0.1:6379";
-    int count = 500;  // expired leases per baton_v2_reclaim call (1..1000)
+    RedisOptions redis;  // url, timeout
+    int count = 500;     // expired leases per baton_v2_reclaim call (1..1000)
     // Longest time between two checks of a type.
     std::chrono::milliseconds interval{1000};
     std::string name = "reaper";  // recorded in the events as the worker of the transition

@@ -43,7 +43,7 @@ class ReaperTest : public ::testing::Test {
 
   Reaper::Options Opts() const {
     Reaper::Options o;
-    o.redis_url = redis_.url();
+    o.redis.url = redis_.url();
     o.name = "test-reaper";
     o.default_retry.base = 50ms;
     o.default_retry.max = 100ms;
@@ -93,7 +93,7 @@ TEST_F(ReaperTest, RunOnceReclaimsExpiredLeasesOnly) {
   EXPECT_EQ(redis_.Integer({"XLEN", Keys(kNs).Stream("t")}), 0);
   for (const std::string& id : ids) {
     EXPECT_EQ(Record(id).rfind("retry|t|1|", 0), 0u) << Record(id);
-    auto errors = nlohmann::json::parse(redis_.String({"HGET", Keys(kNs).Errors(), id}));
+    auto errors = redis_.ErrorHistory(Keys(kNs).Errors(), id);
     ASSERT_EQ(errors.size(), 1u);
     EXPECT_EQ(errors[0]["kind"], "lease_expired");
     EXPECT_NE(errors[0]["error"].get<std::string>().find("crashed"), std::string::npos);
@@ -148,7 +148,7 @@ TEST_F(ReaperTest, AHeartbeatingWorkerKeepsItsTask) {
     ASSERT_EQ(r->elements, 1u) << "the task was taken from its live worker";
   }
   EXPECT_EQ(Record(ids[0]).rfind("queued|hb|0|" + held[0].sid, 0), 0u) << Record(ids[0]);
-  EXPECT_EQ(redis_.String({"HGET", Keys(kNs).Errors(), ids[0]}), "");
+  EXPECT_TRUE(redis_.ErrorHistory(Keys(kNs).Errors(), ids[0]).empty());
   // No more heartbeats: taken back once the deadline passed, not before.
   const std::int64_t last_extend = testutil::ServerMs(redis_);
   const auto stopped = Clock::now();
@@ -238,7 +238,7 @@ TEST_F(ReaperTest, LoopServesTheTypesOfItsSource) {
 
 TEST_F(ReaperTest, StartFailsOnABadUrl) {
   Reaper::Options o = Opts();
-  o.redis_url = "http://nope";
+  o.redis.url = "http://nope";
   Reaper reaper(o);
   EXPECT_FALSE(reaper.Start().ok());
 }

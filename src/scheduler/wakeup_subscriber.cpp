@@ -1,44 +1,18 @@
 #include "scheduler/wakeup_subscriber.h"
 
-#include <hiredis/hiredis.h>
-#include <poll.h>
-
 #include <charconv>
 #include <chrono>
 #include <vector>
 
 #include "baton/task.h"
+#include "core/backoff.h"
 #include "core/keys.h"
-#include "scheduler/backoff.h"
 
 namespace baton::internal {
 
 namespace {
 
 constexpr int kPollMs = 100;  // how often the listening thread checks for Stop()
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-ReplyPtr RunCommand(redisContext* ctx, const std::vector<std::string>& argv) {
-  std::vector<const char*> args;
-  std::vector<size_t> lens;
-  for (const std::string& a : argv) {
-    args.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  return ReplyPtr(static_cast<redisReply*>(
-      redisCommandArgv(ctx, static_cast<int>(args.size()), args.data(), lens.data())));
-}
-
-// The next reply on a blocking context (a further SUBSCRIBE confirmation).
-ReplyPtr ReadOne(redisContext* ctx) {
-  void* raw = nullptr;
-  if (redisGetReply(ctx, &raw) != REDIS_OK) return nullptr;
-  return ReplyPtr(static_cast<redisReply*>(raw));
-}
 
 }  // namespace
 
@@ -73,52 +47,15 @@ WakeupSubscriber::WakeupSubscriber(RedisEndpoint endpoint, Handlers handlers, Lo
       handlers_(std::move(handlers)),
       log_(log ? std::move(log) : StderrLog()) {}
 
-WakeupSubscriber::~WakeupSubscriber() {
-  Stop();
-  Disconnect();
-}
-
-void WakeupSubscriber::Disconnect() {
-  if (ctx_ != nullptr) redisFree(ctx_);
-  ctx_ = nullptr;
-}
+WakeupSubscriber::~WakeupSubscriber() { Stop(); }
 
 Status WakeupSubscriber::Subscribe() {
-  Disconnect();
-  timeval tv{5, 0};
-  ctx_ = endpoint_.unix_socket.empty()
-             ? redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, tv)
-             : redisConnectUnixWithTimeout(endpoint_.unix_socket.c_str(), tv);
-  if (ctx_ == nullptr || ctx_->err != 0) {
-    std::string why = ctx_ != nullptr ? ctx_->errstr : "out of memory";
-    Disconnect();
-    return Status::Unavailable("subscriber: connect: " + why);
-  }
-  // A subscriber only reads: TCP keepalive lets it notice a peer that vanished silently.
-  if (endpoint_.unix_socket.empty()) redisEnableKeepAlive(ctx_);
-  if (!endpoint_.password.empty()) {
-    std::vector<std::string> auth = {"AUTH"};
-    if (!endpoint_.username.empty()) auth.push_back(endpoint_.username);
-    auth.push_back(endpoint_.password);
-    ReplyPtr r = RunCommand(ctx_, auth);
-    if (!r || r->type == REDIS_REPLY_ERROR) {
-      std::string why = r ? std::string(r->str, r->len) : std::string(ctx_->errstr);
-      Disconnect();
-      return Status::Unavailable("subscriber: AUTH: " + why);
-    }
-  }
-  std::vector<std::string> subscribe = {"SUBSCRIBE", std::string(Keys::kWakeupChannel)};
-  if (handlers_.on_type) subscribe.emplace_back(Keys::kTypesChannel);
-  // One confirmation per channel.
-  for (std::size_t i = 1; i < subscribe.size(); ++i) {
-    ReplyPtr r = i == 1 ? RunCommand(ctx_, subscribe) : ReadOne(ctx_);
-    if (!r || r->type != REDIS_REPLY_ARRAY) {
-      std::string why = r && r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
-                                                          : std::string(ctx_->errstr);
-      Disconnect();
-      return Status::Unavailable("subscriber: SUBSCRIBE: " + why);
-    }
-  }
+  sub_.reset();
+  std::vector<std::string> channels = {std::string(Keys::kWakeupChannel)};
+  if (handlers_.on_type) channels.emplace_back(Keys::kTypesChannel);
+  StatusOr<std::unique_ptr<Subscription>> opened = Subscription::Open(endpoint_, channels);
+  if (!opened.ok()) return opened.status().WithContext("subscriber");
+  sub_ = std::move(*opened);
   return Status::Ok();
 }
 
@@ -150,7 +87,7 @@ void WakeupSubscriber::Loop(const Status& first) {
   // When the first subscribe failed, on_resubscribed runs once a later one works.
   if (!first.ok()) outage.Failed(log_, first, backoff.Peek());
   while (!stopping_) {
-    if (ctx_ == nullptr) {
+    if (sub_ == nullptr) {
       // Sleep the backoff in small steps so Stop() stays prompt.
       auto until = std::chrono::steady_clock::now() + backoff.Next();
       while (!stopping_ && std::chrono::steady_clock::now() < until) {
@@ -163,34 +100,14 @@ void WakeupSubscriber::Loop(const Status& first) {
       if (handlers_.on_resubscribed) handlers_.on_resubscribed();
       continue;
     }
-    void* raw = nullptr;
-    if (redisGetReplyFromReader(ctx_, &raw) != REDIS_OK) {
-      outage.Failed(log_, Status::Unavailable("subscriber: protocol error"), backoff.Peek());
-      Disconnect();
+    // Wait in short steps, so the thread sees Stop().
+    StatusOr<std::vector<PubSubMessage>> messages = sub_->Wait(std::chrono::milliseconds(kPollMs));
+    if (!messages.ok()) {
+      outage.Failed(log_, messages.status().WithContext("subscriber"), backoff.Peek());
+      sub_.reset();
       continue;
     }
-    if (raw == nullptr) {
-      // Nothing buffered: wait for the socket with a timeout, so the thread can see Stop().
-      pollfd pfd{ctx_->fd, POLLIN, 0};
-      int n = poll(&pfd, 1, kPollMs);
-      if (n > 0 && redisBufferRead(ctx_) != REDIS_OK) {
-        std::string why = ctx_->errstr;
-        outage.Failed(log_, Status::Unavailable("subscriber: connection lost: " + why),
-                      backoff.Peek());
-        Disconnect();
-      }
-      continue;
-    }
-    ReplyPtr reply(static_cast<redisReply*>(raw));
-    // A pushed message is ["message", channel, payload].
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
-        reply->element[0]->type == REDIS_REPLY_STRING &&
-        std::string_view(reply->element[0]->str, reply->element[0]->len) == "message" &&
-        reply->element[1]->type == REDIS_REPLY_STRING &&
-        reply->element[2]->type == REDIS_REPLY_STRING) {
-      Dispatch(std::string_view(reply->element[1]->str, reply->element[1]->len),
-               std::string_view(reply->element[2]->str, reply->element[2]->len));
-    }
+    for (const PubSubMessage& m : *messages) Dispatch(m.channel, m.payload);
   }
 }
 

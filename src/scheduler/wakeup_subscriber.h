@@ -2,22 +2,21 @@
 // Listens on the channels the functions publish to: baton:v2:wakeup ("NS|TYPE|due_ms", when a
 // scheduled task becomes the earliest of its set, so a promoter sleeping until a later due time can
 // wake up early) and, when asked, baton:v2:types ("NS|TYPE", when a task type is new to its
-// namespace, so batond serves it without a restart). Uses its own hiredis connection in subscribe
-// mode (RedisConnection only speaks request/reply). Reconnects with backoff when the connection
-// breaks, and says so (messages may have been missed meanwhile).
+// namespace, so batond serves it without a restart), through a broker Subscription. Reconnects with
+// backoff when the connection breaks, and says so (messages may have been missed meanwhile).
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
 
 #include "baton/status.h"
 #include "broker/redis_connection.h"
-#include "scheduler/loop_log.h"
+#include "broker/subscription.h"
+#include "core/loop_log.h"
 #include "scheduler/type_ref.h"
-
-struct redisContext;
 
 namespace baton::internal {
 
@@ -56,15 +55,14 @@ class WakeupSubscriber {
   void Stop();
 
  private:
-  Status Subscribe();  // (re)connects ctx_ and subscribes
-  void Disconnect();
+  Status Subscribe();              // (re)connects sub_ and subscribes
   void Loop(const Status& first);  // first: the outcome of the subscribe in Start()
   void Dispatch(std::string_view channel, std::string_view payload);
 
   RedisEndpoint endpoint_;
   Handlers handlers_;
   LogFn log_;
-  redisContext* ctx_ = nullptr;  // owned by the listening thread once it runs
+  std::unique_ptr<Subscription> sub_;  // owned by the listening thread once it runs
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

@@ -1,17 +1,17 @@
 #include "worker/lease_keeper.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "broker/functions.h"
-#include "scheduler/backoff.h"
+#include "core/backoff.h"
 
 namespace baton::internal {
 
 LeaseKeeper::LeaseKeeper(RedisEndpoint endpoint, std::vector<std::shared_ptr<TypeRunner>> runners,
-                         std::shared_ptr<Alarm> deadline_alarm)
+                         std::shared_ptr<Alarm> deadline_alarm, LogFn log)
     : endpoint_(std::move(endpoint)),
       runners_(std::move(runners)),
+      log_(std::move(log)),
       deadline_alarm_(std::move(deadline_alarm)) {}
 
 LeaseKeeper::~LeaseKeeper() { Stop(); }
@@ -84,12 +84,13 @@ void LeaseKeeper::HeartbeatLoop() {
     if (!any) continue;  // woken early (spuriously): `wake` still holds
     Status st = Beat(due);
     if (st.ok()) {
+      outage_.Succeeded(log_);
       backoff.Reset();
       for (std::size_t i = 0; i < runners_.size(); ++i) {
         if (due[i]) next[i] = now + period[i];
       }
     } else {
-      std::fprintf(stderr, "baton worker heartbeat: %s\n", st.ToString().c_str());
+      outage_.Failed(log_, st, backoff.Peek());
       const Clock::time_point retry = now + backoff.Next();
       for (std::size_t i = 0; i < runners_.size(); ++i) {
         if (due[i]) next[i] = std::min(retry, now + period[i]);

@@ -14,6 +14,7 @@
 
 #include "baton/status.h"
 #include "broker/redis_connection.h"
+#include "core/loop_log.h"
 #include "worker/alarm.h"
 #include "worker/type_runner.h"
 
@@ -23,7 +24,7 @@ class LeaseKeeper {
  public:
   // `deadline_alarm` is the one the runners ring when an attempt gets a deadline.
   LeaseKeeper(RedisEndpoint endpoint, std::vector<std::shared_ptr<TypeRunner>> runners,
-              std::shared_ptr<Alarm> deadline_alarm);
+              std::shared_ptr<Alarm> deadline_alarm, LogFn log);
   ~LeaseKeeper();  // Stop()s
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
@@ -41,6 +42,8 @@ class LeaseKeeper {
 
   RedisEndpoint endpoint_;
   std::vector<std::shared_ptr<TypeRunner>> runners_;
+  LogFn log_;
+  OutageLog outage_{"worker heartbeat"};  // heartbeat thread only
   std::unique_ptr<RedisConnection> conn_;
   Alarm heartbeat_alarm_;  // only rung by Stop()
   std::shared_ptr<Alarm> deadline_alarm_;

@@ -1,10 +1,9 @@
 #include "worker/maintenance.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "broker/functions.h"
-#include "scheduler/backoff.h"
+#include "core/backoff.h"
 
 namespace baton::internal {
 
@@ -18,9 +17,9 @@ std::int64_t SteadyMs(Maintenance::Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-void Log(const Maintenance::Target& t, const std::string& what) {
-  std::fprintf(stderr, "baton worker maintenance %s/%s: %s\n", t.ns.c_str(), t.type.c_str(),
-               what.c_str());
+void Log(const LogFn& log, const Maintenance::Target& t, std::string_view message,
+         const std::string& error) {
+  if (log) log(LogLevel::kWarn, message, {{"ns", t.ns}, {"type", t.type}, {"error", error}});
 }
 
 // The integers of a well-formed reply of `n` integers, or an empty vector.
@@ -36,10 +35,12 @@ std::vector<std::int64_t> Integers(const Reply& reply, std::size_t n) {
 
 }  // namespace
 
-Maintenance::Maintenance(RedisEndpoint endpoint, std::vector<Target> targets, std::string reaper)
+Maintenance::Maintenance(RedisEndpoint endpoint, std::vector<Target> targets, std::string reaper,
+                         LogFn log)
     : endpoint_(std::move(endpoint)),
       targets_(std::move(targets)),
       reaper_(std::move(reaper)),
+      log_(std::move(log)),
       rng_(std::random_device{}()) {
   const Clock::time_point now = Clock::now();
   plans_.assign(targets_.size(), Plan{now, now});
@@ -92,15 +93,16 @@ void Maintenance::Loop() {
     if (conn_->broken()) {
       Status st = conn_->Reconnect();
       if (!st.ok()) {
-        std::fprintf(stderr, "baton worker maintenance: %s\n", st.ToString().c_str());
+        outage_.Failed(log_, st, backoff.Peek());
         ok = false;
       }
     }
-    if (ok) ok = Pass(now);
+    if (ok) ok = Pass(now, backoff.Peek());
     if (!ok) {
       wake = Clock::now() + backoff.Next();
       continue;
     }
+    outage_.Succeeded(log_);
     backoff.Reset();
     std::lock_guard<std::mutex> lock(mu_);
     wake = Clock::time_point::max();
@@ -108,7 +110,7 @@ void Maintenance::Loop() {
   }
 }
 
-bool Maintenance::Pass(Clock::time_point now) {
+bool Maintenance::Pass(Clock::time_point now, std::chrono::milliseconds retry_in) {
   struct Sent {
     std::size_t target;
     bool promote;
@@ -133,7 +135,7 @@ bool Maintenance::Pass(Clock::time_point now) {
   if (sent.empty()) return true;
   StatusOr<std::vector<Reply>> replies = conn_->Flush();
   if (!replies.ok()) {
-    std::fprintf(stderr, "baton worker maintenance: %s\n", replies.status().ToString().c_str());
+    outage_.Failed(log_, replies.status(), retry_in);
     return false;
   }
   const Clock::time_point after = Clock::now();
@@ -146,8 +148,9 @@ bool Maintenance::Pass(Clock::time_point now) {
     // next_deadline_ms, now_ms}.
     const std::vector<std::int64_t> v = Integers(reply, s.promote ? 3 : 5);
     if (v.empty()) {
-      Log(targets_[s.target], std::string(s.promote ? "baton_v2_promote: " : "baton_v2_reclaim: ") +
-                                  (reply.is_error() ? reply.str : "unexpected reply"));
+      Log(log_, targets_[s.target],
+          s.promote ? "maintenance promote failed" : "maintenance reclaim failed",
+          reply.is_error() ? reply.str : "unexpected reply");
       (s.promote ? plan.promote_at : plan.reclaim_at) = after + kMaxSleep;
       continue;
     }

@@ -18,6 +18,7 @@
 #include "baton/status.h"
 #include "baton/worker.h"
 #include "broker/redis_connection.h"
+#include "core/loop_log.h"
 #include "worker/alarm.h"
 
 namespace baton::internal {
@@ -36,7 +37,7 @@ class Maintenance {
   };
 
   // `reaper` is the name the reclaim events carry (the worker's consumer name).
-  Maintenance(RedisEndpoint endpoint, std::vector<Target> targets, std::string reaper);
+  Maintenance(RedisEndpoint endpoint, std::vector<Target> targets, std::string reaper, LogFn log);
   ~Maintenance();  // Stop()s
   Maintenance(const Maintenance&) = delete;
   Maintenance& operator=(const Maintenance&) = delete;
@@ -56,7 +57,7 @@ class Maintenance {
   };
   void Loop();
   // One round trip with the calls that are due; updates plans_. False on an I/O failure.
-  bool Pass(Clock::time_point now);
+  bool Pass(Clock::time_point now, std::chrono::milliseconds retry_in);
   // Local time of a server time `at_ms`, given the server's `now_ms` read at local `now`, at most
   // now + kMaxSleep (-1, "nothing due", is that too) and, unless the call `progressed`, at least a
   // few ms from now.
@@ -66,6 +67,8 @@ class Maintenance {
   RedisEndpoint endpoint_;
   std::vector<Target> targets_;
   std::string reaper_;
+  LogFn log_;
+  OutageLog outage_{"worker maintenance"};  // loop thread only
   std::unique_ptr<RedisConnection> conn_;
   std::mt19937_64 rng_;
   Alarm alarm_;

@@ -1,7 +1,6 @@
 #include "worker/type_runner.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <iterator>
 
 #include "core/keys.h"
@@ -17,8 +16,10 @@ constexpr std::size_t kAcksPerCall = 256;
 constexpr std::chrono::milliseconds kBusyBlock{100};
 constexpr std::size_t kEntryValues = 9;  // per task in baton_v2_dequeue's entries
 
-void Log(const RunnerSettings& s, const std::string& what) {
-  std::fprintf(stderr, "baton worker %s/%s: %s\n", s.ns.c_str(), s.type.c_str(), what.c_str());
+// One event of this type's fetcher: `error` says what Redis or the decoder answered.
+void Log(const RunnerSettings& s, std::string_view message, const std::string& error) {
+  if (!s.log) return;
+  s.log(LogLevel::kWarn, message, {{"ns", s.ns}, {"type", s.type}, {"error", error}});
 }
 
 }  // namespace
@@ -29,6 +30,14 @@ TypeRunner::TypeRunner(RunnerSettings settings, std::shared_ptr<WorkerCounters> 
       rng_(std::random_device{}()),
       slots_(new Slot[static_cast<std::size_t>(std::max(settings_.concurrency, 1))]) {
   stream_key_ = Keys(settings_.ns).Stream(settings_.type);
+  if (settings_.log) {
+    scoped_log_ = [log = settings_.log, ns = settings_.ns, type = settings_.type](
+                      LogLevel level, std::string_view message, const std::vector<LogAttr>& attrs) {
+      std::vector<LogAttr> all = {{"ns", ns}, {"type", type}};
+      all.insert(all.end(), attrs.begin(), attrs.end());
+      log(level, message, all);
+    };
+  }
 }
 
 TypeRunner::~TypeRunner() {
@@ -149,7 +158,8 @@ void TypeRunner::HeartbeatTasks(std::vector<fn::HeldTask>* tasks) {
 void TypeRunner::OnExtendReply(const std::vector<fn::HeldTask>& sent, const Reply& held) {
   if (held.is_error() || !held.is_array()) {
     // Says nothing about the leases (e.g. the library is being reloaded): try again next beat.
-    Log(settings_, "baton_v2_extend: " + (held.is_error() ? held.str : "unexpected reply"));
+    Log(settings_, "heartbeat (baton_v2_extend) failed",
+        held.is_error() ? held.str : "unexpected reply");
     return;
   }
   std::vector<std::string> still;
@@ -213,7 +223,7 @@ TypeRunner::Completion TypeRunner::RunEntry(Slot& slot, PendingEntry& entry) {
     // never crash and never drop it.
     counters_->malformed.fetch_add(1);
     if (sid.empty()) {
-      Log(settings_, "undecodable entry without a stream id: " + decoded.status().ToString());
+      Log(settings_, "undecodable entry without a stream id", decoded.status().ToString());
     }
     return Completion{std::move(id), std::move(sid), FailureKind::kMalformed,
                       decoded.status().message(), ""};
@@ -262,7 +272,7 @@ bool TypeRunner::EnsureConnected() {
   }
   Status st = conn_->Reconnect();
   if (!st.ok()) {
-    Log(settings_, "reconnect: " + st.ToString());
+    redis_outage_.Failed(Scoped(), st, backoff_.Peek());
     return false;
   }
   StatusOr<Reply> id = conn_->Command({"CLIENT", "ID"});
@@ -298,7 +308,7 @@ void TypeRunner::FetchLoop() {
     }
     StatusOr<std::vector<Reply>> replies = conn_->Flush();
     if (!replies.ok()) {
-      Log(settings_, replies.status().ToString());
+      redis_outage_.Failed(Scoped(), replies.status(), backoff_.Peek());
       // Sent again after the reconnect: an ack or fail that did run returns gone / stale.
       std::lock_guard<std::mutex> lock(mu_);
       completions_.insert(completions_.begin(), std::make_move_iterator(batch.begin()),
@@ -306,6 +316,7 @@ void TypeRunner::FetchLoop() {
       batch.clear();
       continue;
     }
+    redis_outage_.Succeeded(Scoped());
     HandleCompletionReplies(batch, *replies);
     batch.clear();
     if (count == 0 || replies->empty()) {
@@ -315,11 +326,13 @@ void TypeRunner::FetchLoop() {
     Reply& dequeued = replies->back();
     if (dequeued.is_error() || !dequeued.is_array() || dequeued.elements.size() < 2) {
       // E.g. the functions library was unloaded: wait (with a growing backoff), do not spin.
-      Log(settings_,
-          "baton_v2_dequeue: " + (dequeued.is_error() ? dequeued.str : "unexpected reply"));
+      dequeue_outage_.Failed(
+          Scoped(), Status::Unavailable(dequeued.is_error() ? dequeued.str : "unexpected reply"),
+          backoff_.Peek());
       WaitBackoff();
       continue;
     }
+    dequeue_outage_.Succeeded(Scoped());
     backoff_.Reset();
     std::size_t delivered = HandleDequeueReply(dequeued, &last_id);
     if (delivered == 0 && !last_id.empty()) BlockForNewEntries(last_id);
@@ -369,7 +382,7 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
   for (std::size_t done = 0; done < acks && r < replies.size(); done += kAcksPerCall, ++r) {
     const Reply& reply = replies[r];
     if (reply.is_error()) {
-      Log(settings_, "baton_v2_ack: " + reply.str);
+      Log(settings_, "ack (baton_v2_ack) failed", reply.str);
       continue;
     }
     for (const Reply& status : reply.elements) {
@@ -382,7 +395,7 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
     if (r >= replies.size()) break;
     const Reply& reply = replies[r++];
     if (reply.is_error()) {
-      Log(settings_, "baton_v2_fail " + c.id + ": " + reply.str);
+      Log(settings_, "failure not recorded (baton_v2_fail)", c.id + ": " + reply.str);
       continue;
     }
     // {'retry', due_ms, attempt}, {'dead', at_ms, attempt} or {'stale', '', 0}.
@@ -426,7 +439,7 @@ void TypeRunner::BlockForNewEntries(const std::string& last_id) {
       {"XREAD", "BLOCK", std::to_string(block.count()), "STREAMS", stream_key_, last_id},
       block + std::chrono::milliseconds(5000));
   in_xread_ = false;
-  if (!reply.ok()) Log(settings_, "XREAD: " + reply.status().ToString());
+  if (!reply.ok()) redis_outage_.Failed(Scoped(), reply.status(), backoff_.Peek());
 }
 
 }  // namespace baton::internal

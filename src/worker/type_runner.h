@@ -23,7 +23,8 @@
 #include "broker/functions.h"
 #include "broker/redis_connection.h"
 #include "broker/task_codec.h"
-#include "scheduler/backoff.h"
+#include "core/backoff.h"
+#include "core/loop_log.h"
 #include "worker/alarm.h"
 #include "worker/attempt.h"
 
@@ -56,6 +57,8 @@ struct RunnerSettings {
   // Called by the fetcher with the due time (Unix ms, server clock) of every retry baton_v2_fail
   // scheduled (the worker's maintenance promotes it then). May be empty.
   std::function<void(std::int64_t due_ms)> on_retry;
+  // WorkerOptions::logger, as a LogFn (empty: nothing is logged).
+  LogFn log;
 };
 
 class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
@@ -153,6 +156,13 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   // Fetcher-thread state.
   std::unique_ptr<RedisConnection> conn_;
   Backoff backoff_;
+  // Fetcher thread only: a lost Redis connection, and a dequeue Redis refuses (e.g. the functions
+  // library is gone), are each logged when they start and when they end, not once per retry.
+  OutageLog redis_outage_{"worker redis connection"};
+  OutageLog dequeue_outage_{"worker dequeue"};
+  // settings_.log with the ns and type fields added (built once: used on every flush).
+  LogFn scoped_log_;
+  const LogFn& Scoped() const { return scoped_log_; }
   std::mt19937_64 rng_;  // jitter of baton_v2_fail
   std::thread fetcher_;
   std::atomic<bool> fetcher_exited_{false};

@@ -23,6 +23,7 @@
 #include "broker/namespace_settings.h"
 #include "broker/redis_connection.h"
 #include "core/keys.h"
+#include "core/loop_log.h"
 #include "worker/alarm.h"
 #include "worker/lease_keeper.h"
 #include "worker/maintenance.h"
@@ -173,14 +174,14 @@ Status Worker::Impl::ValidateOptions() const {
 Status Worker::Impl::StartLocked() {
   Status valid = ValidateOptions();
   if (!valid.ok()) return valid.WithContext("worker");
-  StatusOr<RedisEndpoint> parsed = RedisEndpoint::Parse(options.redis_url);
+  StatusOr<RedisEndpoint> parsed = RedisEndpoint::FromOptions(options.redis);
   if (!parsed.ok()) return parsed.status().WithContext("worker");
   endpoint = *parsed;
   StatusOr<std::unique_ptr<RedisConnection>> conn = RedisConnection::Open(endpoint);
   if (!conn.ok()) return conn.status().WithContext("worker");
   Status library = internal::CheckFunctionLibrary(**conn);
   if (!library.ok()) return library;
-  Status registered = RegisterNamespaces(**conn, options.redis_url, registrations);
+  Status registered = RegisterNamespaces(**conn, options.redis.url, registrations);
   if (!registered.ok()) return registered.WithContext("worker");
   StatusOr<std::map<std::string, std::int64_t>> ns_leases = NamespaceLeases(**conn, registrations);
   if (!ns_leases.ok()) return ns_leases.status().WithContext("worker");
@@ -189,7 +190,8 @@ Status Worker::Impl::StartLocked() {
   if (options.maintenance) {
     std::vector<internal::Maintenance::Target> targets;
     for (const Registration& r : registrations) targets.push_back({r.ns, r.type, r.options.retry});
-    maintenance = std::make_unique<internal::Maintenance>(endpoint, std::move(targets), consumer);
+    maintenance = std::make_unique<internal::Maintenance>(endpoint, std::move(targets), consumer,
+                                                          internal::LogTo(options.logger));
   }
   auto deadline_alarm = std::make_shared<internal::Alarm>();
   for (std::size_t i = 0; i < registrations.size(); ++i) {
@@ -207,6 +209,7 @@ Status Worker::Impl::StartLocked() {
     s.block = options.block;
     s.lease_ms = r.options.lease_ms != 0 ? r.options.lease_ms : ns_leases->at(r.ns);
     s.deadline_alarm = deadline_alarm;
+    s.log = internal::LogTo(options.logger);
     if (maintenance) {
       // The fetchers are joined before the maintenance loop stops (Shutdown), so the pointer
       // outlives every call.
@@ -221,7 +224,8 @@ Status Worker::Impl::StartLocked() {
     }
     runners.push_back(std::move(runner));
   }
-  lease_keeper = std::make_unique<internal::LeaseKeeper>(endpoint, runners, deadline_alarm);
+  lease_keeper = std::make_unique<internal::LeaseKeeper>(endpoint, runners, deadline_alarm,
+                                                         internal::LogTo(options.logger));
   Status st = lease_keeper->Start();
   if (st.ok() && maintenance) st = maintenance->Start();
   if (!st.ok()) {

@@ -1,11 +1,18 @@
 // The worker's failure paths against a real redis-server: dead-lettering with the error history,
 // non-retryable failures, exceptions, execution_timeout, a hung handler taken over by another
-// worker, and Start/Register refusals.
+// worker, Start/Register refusals, and what the worker logs (only through the application's
+// Logger).
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "baton/logger.h"
 #include "broker/functions.h"
 #include "worker/worker_test_util.h"
 
@@ -221,9 +228,73 @@ TEST_F(WorkerTest, KeepsRunningWhileTheFunctionsLibraryIsReloaded) {
   EXPECT_EQ(runs, 2);
 }
 
+// Keeps every line the worker logs (thread-safe).
+class CapturingLogger : public Logger {
+ public:
+  void Log(LogLevel level, std::string_view message, const std::vector<LogField>& fields) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string line = std::string(LogLevelName(level)) + " " + std::string(message);
+    for (const LogField& f : fields) line += " " + f.key + "=" + f.value;
+    lines_.push_back(line);
+  }
+  std::vector<std::string> Lines() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lines_;
+  }
+  int Count(const std::string& text) {
+    int n = 0;
+    for (const std::string& l : Lines()) n += l.find(text) != std::string::npos ? 1 : 0;
+    return n;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+TEST_F(WorkerTest, LogsAnOutageOnceWhenItStartsAndOnceWhenItEndsThroughTheApplicationsLogger) {
+  auto logger = std::make_shared<CapturingLogger>();
+  WorkerOptions o = Options();
+  o.maintenance = false;
+  o.logger = logger;
+  Worker worker(o);
+  ASSERT_TRUE(worker.Register(kNs, "t", [](TaskContext&) { return Status::Ok(); }).ok());
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(worker.Start().ok());
+  redis_.Command({"FUNCTION", "FLUSH"});  // every dequeue now fails, retried with a backoff
+  std::this_thread::sleep_for(1500ms);
+  redis_.LoadFunctions();
+  std::string after = Enqueue("t", {});
+  ASSERT_TRUE(WaitUntil([&] { return IsDone(after); }));
+  worker.Stop();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "") << "the library wrote to stderr by itself";
+  EXPECT_EQ(logger->Count("warn worker dequeue failed, retrying"), 1)
+      << ::testing::PrintToString(logger->Lines());
+  EXPECT_EQ(logger->Count("info worker dequeue recovered"), 1)
+      << ::testing::PrintToString(logger->Lines());
+  EXPECT_EQ(logger->Count("ns=wt type=t"), 2) << ::testing::PrintToString(logger->Lines());
+  EXPECT_EQ(logger->Count("Function not found"), 1) << ::testing::PrintToString(logger->Lines());
+}
+
+TEST_F(WorkerTest, WithoutALoggerNothingIsWrittenToStderr) {
+  WorkerOptions o = Options();
+  Worker worker(o);
+  ASSERT_TRUE(worker.Register(kNs, "t", [](TaskContext&) { return Status::Ok(); }).ok());
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(worker.Start().ok());
+  redis_.Command({"FUNCTION", "FLUSH"});
+  std::this_thread::sleep_for(500ms);
+  redis_.LoadFunctions();
+  std::string after = Enqueue("t", {});
+  ASSERT_TRUE(WaitUntil([&] { return IsDone(after); }));
+  worker.Stop();
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
 TEST_F(WorkerTest, StartFailsWhenRedisIsUnreachable) {
   WorkerOptions o = Options();
-  o.redis_url = "redis://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  o.redis.url = "redis://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   Worker worker(o);
   ASSERT_TRUE(worker.Register(kNs, "t", [](TaskContext&) { return Status::Ok(); }).ok());
   EXPECT_EQ(worker.Start().code(), StatusCode::kUnavailable);

@@ -39,7 +39,7 @@ class WorkerTest : public ::testing::Test {
   void SetUp() override {
     redis_.LoadFunctions();
     ClientOptions options;
-    options.redis_url = redis_.url();
+    options.redis.url = redis_.url();
     auto client = Client::Connect(options);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     client_ = std::move(*client);
@@ -50,7 +50,7 @@ class WorkerTest : public ::testing::Test {
   // worker without it turn it off).
   WorkerOptions Options() const {
     WorkerOptions o;
-    o.redis_url = redis_.url();
+    o.redis.url = redis_.url();
     o.block = std::chrono::milliseconds(200);
     o.maintenance = true;
     o.shutdown_grace = std::chrono::milliseconds(2000);
@@ -157,11 +157,8 @@ class WorkerTest : public ::testing::Test {
     auto r = redis_.Command({"TIME"});
     return std::stoll(r->element[0]->str) * 1000 + std::stoll(r->element[1]->str) / 1000;
   }
-  // The error history of a task (an empty array when there is none).
-  nlohmann::json Errors(const std::string& id) {
-    std::string text = redis_.String({"HGET", keys().Errors(), id});
-    return text.empty() ? nlohmann::json::array() : nlohmann::json::parse(text);
-  }
+  // The error history of a task, oldest first (an empty array when there is none).
+  nlohmann::json Errors(const std::string& id) { return redis_.ErrorHistory(keys().Errors(), id); }
   bool IsDead(const std::string& type, const std::string& id) {
     return !redis_.String({"ZSCORE", keys().Dead(type), id}).empty();
   }

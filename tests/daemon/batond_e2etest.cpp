@@ -321,7 +321,7 @@ TEST_F(BatondTest, JsonLogsIncludeTheLoopsOutagesOncePerComponent) {
   RestartableRedis redis;
   {
     baton::ClientOptions o;
-    o.redis_url = redis.url();
+    o.redis.url = redis.url();
     auto client = baton::Client::Connect(o);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     baton::TaskRequest req;
@@ -403,7 +403,7 @@ TEST_F(BatondTest, SurvivesARedisRestart) {
   redis.Start();  // empty: no persistence
 
   baton::ClientOptions o;
-  o.redis_url = redis.url();
+  o.redis.url = redis.url();
   auto client = baton::Client::Connect(o);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   baton::TaskRequest req;

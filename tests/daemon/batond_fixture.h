@@ -102,7 +102,7 @@ class BatondTest : public ::testing::Test {
 
   std::unique_ptr<baton::Client> Connect() {
     baton::ClientOptions o;
-    o.redis_url = redis_.url();
+    o.redis.url = redis_.url();
     auto client = baton::Client::Connect(o);
     EXPECT_TRUE(client.ok()) << client.status().ToString();
     return client.ok() ? std::move(*client) : nullptr;
@@ -235,8 +235,9 @@ class BatondTest : public ::testing::Test {
   std::string Record(const std::string& id, const std::string& ns = kNs) {
     return redis_.String({"HGET", Keys(ns).Tasks(), id});
   }
-  std::string Errors(const std::string& id, const std::string& ns = kNs) {
-    return redis_.String({"HGET", Keys(ns).Errors(), id});
+  // The task's failures, oldest first (an empty array when there is none).
+  nlohmann::json Errors(const std::string& id, const std::string& ns = kNs) {
+    return redis_.ErrorHistory(Keys(ns).Errors(), id);
   }
   bool Registered(const std::string& ns) {
     return redis_.Integer({"SISMEMBER", std::string(Keys::kNamespaces), ns}) == 1;

@@ -56,7 +56,7 @@ TEST(ConfigTest, Defaults) {
   ParsedCommandLine p = Parse({});
   ASSERT_TRUE(p.config.has_value());
   const DaemonConfig& c = *p.config;
-  EXPECT_EQ(c.redis_url, "redis://127.0.0.1:6379");
+  EXPECT_EQ(c.redis.url, "redis://127.0.0.1:6379");
   EXPECT_TRUE(c.namespaces.empty());
   EXPECT_EQ(c.promote_batch, 1000);
   EXPECT_EQ(c.reaper_interval.count(), 1000);
@@ -79,7 +79,7 @@ TEST(ConfigTest, Flags) {
              "127.0.0.1:8089", "--log-format", "json", "--load-functions", "--instance", "b1"});
   ASSERT_TRUE(p.config.has_value());
   const DaemonConfig& c = *p.config;
-  EXPECT_EQ(c.redis_url, "redis://user:secret@10.0.0.1:6380/2");
+  EXPECT_EQ(c.redis.url, "redis://user:secret@10.0.0.1:6380/2");
   EXPECT_EQ(c.namespaces, (std::vector<std::string>{"orders", "mail"}));
   EXPECT_EQ(c.scan_interval.count(), 60);
   EXPECT_EQ(c.promote_batch, 50);
@@ -97,7 +97,7 @@ TEST(ConfigTest, Environment) {
   ScopedEnv ns("BATON_NAMESPACES", "a,b");
   ParsedCommandLine p = Parse({});
   ASSERT_TRUE(p.config.has_value());
-  EXPECT_EQ(p.config->redis_url, "redis://127.0.0.1:7000");
+  EXPECT_EQ(p.config->redis.url, "redis://127.0.0.1:7000");
   EXPECT_EQ(p.config->reaper_interval.count(), 2500);
   EXPECT_FALSE(p.config->cron);
   EXPECT_EQ(p.config->namespaces, (std::vector<std::string>{"a", "b"}));
@@ -133,7 +133,7 @@ TEST(ConfigTest, ConfigFile) {
                          "log-level = \"debug\"\n";
   ParsedCommandLine p = Parse({"--config", path});
   ASSERT_TRUE(p.config.has_value());
-  EXPECT_EQ(p.config->redis_url, "redis://127.0.0.1:7001");
+  EXPECT_EQ(p.config->redis.url, "redis://127.0.0.1:7001");
   EXPECT_EQ(p.config->namespaces, (std::vector<std::string>{"orders", "mail"}));
   EXPECT_EQ(p.config->reaper_interval.count(), 250);
   EXPECT_FALSE(p.config->cron);
@@ -145,7 +145,7 @@ TEST(ConfigTest, ConfigFile) {
   ScopedEnv env_batch("BATON_PROMOTE_BATCH", "77");
   ParsedCommandLine q = Parse({"--config", path, "--log-level", "error"});
   ASSERT_TRUE(q.config.has_value());
-  EXPECT_EQ(q.config->redis_url, "redis://127.0.0.1:7001");  // file beats environment
+  EXPECT_EQ(q.config->redis.url, "redis://127.0.0.1:7001");  // file beats environment
   EXPECT_EQ(q.config->log_level, "error");                   // flag beats file
   EXPECT_EQ(q.config->promote_batch, 77);                    // environment beats default
 

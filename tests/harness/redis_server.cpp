@@ -6,6 +6,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "broker/redis_connection.h"
+#include "inspect/task_record.h"
+
 namespace baton::testing {
 
 namespace {
@@ -91,6 +94,16 @@ std::string RedisServer::String(const std::vector<std::string>& argv) {
       r->type != REDIS_REPLY_ERROR)
     throw std::runtime_error("not a string reply");
   return std::string(r->str, r->len);
+}
+
+nlohmann::json RedisServer::ErrorHistory(const std::string& errors_key, const std::string& id) {
+  auto endpoint = internal::RedisEndpoint::Parse(url());
+  if (!endpoint.ok()) throw std::runtime_error(endpoint.status().ToString());
+  auto conn = internal::RedisConnection::Open(*endpoint);
+  if (!conn.ok()) throw std::runtime_error(conn.status().ToString());
+  auto history = internal::ReadErrorHistory(**conn, errors_key, id);
+  if (!history.ok()) throw std::runtime_error(history.status().ToString());
+  return internal::ErrorsToJson(*history);
 }
 
 void RedisServer::LoadFunctions() {

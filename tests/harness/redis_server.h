@@ -4,6 +4,7 @@
 #include <hiredis/hiredis.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ class RedisServer {
   // Convenience: the reply as integer / string (throws when the type does not match).
   long long Integer(const std::vector<std::string>& argv);
   std::string String(const std::vector<std::string>& argv);
+  // The error history of a task as the inspector reads it (internal::ReadErrorHistory over a new
+  // connection; errors_key: baton:v2:{ns}:errors): a JSON array of its failures, oldest first,
+  // empty when it has none. Throws when Redis cannot be read.
+  nlohmann::json ErrorHistory(const std::string& errors_key, const std::string& id);
 
   void Kill();  // SIGKILL the server (to test connection loss).
 

@@ -33,6 +33,7 @@ else
 fi
 fi
 test -f "$work/prefix/include/baton/client.h"
+test -f "$work/prefix/include/baton/cron.h"
 test -f "$work/prefix/lib/cmake/baton/batonConfig.cmake" ||
   test -f "$work/prefix/lib64/cmake/baton/batonConfig.cmake" ||
   ls "$work"/prefix/lib/*/cmake/baton/batonConfig.cmake >/dev/null

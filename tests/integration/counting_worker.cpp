@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
   }
 
   baton::WorkerOptions options;
-  options.redis_url = url;
+  options.redis.url = url;
+  options.logger = baton::NewStderrLogger();
   options.service = "counting";
   options.block = std::chrono::milliseconds(500);
   options.maintenance = true;

@@ -41,7 +41,7 @@ TEST(CrashRecoveryTest, KilledWorkersTasksAreFinishedByOthersAndNoneIsLost) {
   RedisServer redis;
   redis.LoadFunctions();
   ClientOptions copts;
-  copts.redis_url = redis.url();
+  copts.redis.url = redis.url();
   auto client = Client::Connect(copts);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
 

@@ -38,6 +38,9 @@ WAKEUP_CHANNEL = gen.CHANNELS["wakeup"]
 TYPES_CHANNEL = gen.CHANNELS["types"]
 NAMESPACES_KEY = gen.GLOBAL_KEYS["namespaces"]
 CRON_STATE_KEY = gen.GLOBAL_KEYS["cron_state"]
+# Failures kept per task in the errors hash, the newest (ERRORS_KEPT in functions/00-header.lua,
+# docs/keyspace.md).
+ERRORS_KEPT = 50
 
 FUNCTIONS_DIR = pathlib.Path(__file__).resolve().parents[2] / "functions"
 VERSION_FUNCTION = f"{LIBRARY}_version"
@@ -492,9 +495,22 @@ class Baton:
         v = self.r.hget(self.keys.bodies(), task_id)
         return None if v is None else json.loads(v)
 
-    def errors(self, task_id):
-        v = self.r.hget(self.keys.errors(), task_id)
-        return None if v is None else json.loads(v)
+    def error_history(self, task_id):
+        """The failed attempts recorded for a task, oldest first, as dicts ([] when it has none).
+
+        The errors hash has one field per failure (docs/keyspace.md): ID holds N, the sequence
+        number of the newest recorded failure, and ID|K the JSON object of failure K; only the
+        newest ERRORS_KEPT are kept. So: HGET errors ID -> N, then HMGET errors
+        ID|max(1, N-ERRORS_KEPT+1) .. ID|N (docs/protocol.md, "Reading state")."""
+        key = self.keys.errors()
+        n = self.r.hget(key, task_id)
+        if n is None:
+            return []
+        n = int(n)
+        fields = [f"{task_id}|{k}" for k in range(max(1, n - ERRORS_KEPT + 1), n + 1)]
+        if not fields:
+            return []
+        return [json.loads(v) for v in self.r.hmget(key, fields) if v is not None]
 
     def events(self, task_id=None):
         """Events entries as dicts of str (with 'event_id'; 'ids' and 'attempts' are split into

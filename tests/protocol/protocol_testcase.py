@@ -142,6 +142,13 @@ class ProtocolTestCase(unittest.TestCase):
         """The leases hash: consumer -> lease length (ms)."""
         return {c.decode(): int(v) for c, v in self.r.hgetall(self.k.leases(task_type)).items()}
 
+    def error_fields(self, task_id):
+        """Every field of task_id in the errors hash (its counter ID and its failures ID|K),
+        sorted."""
+        prefix = task_id.encode() + b"|"
+        return sorted(f.decode() for f in self.r.hkeys(self.k.errors())
+                      if f == task_id.encode() or f.startswith(prefix))
+
     def kill(self, task_id, **kwargs):
         """Enqueues task_id with no retry, runs it once and fails it: it is dead."""
         self.enqueue(task_id, max_retry=0, **kwargs)

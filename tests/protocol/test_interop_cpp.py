@@ -167,14 +167,14 @@ class InteropTest(ProtocolTestCase):
             self.stop_worker(worker)
         self.assertTrue(reclaimed, ns_b.record("abandoned"))
         self.assertTrue(ran)
-        (err,) = ns_b.errors("abandoned")
+        (err,) = ns_b.error_history("abandoned")
         self.assertEqual((err["kind"], err["worker"]), ("lease_expired", "python-gone"))
         # The task Python still holds was never taken, nor renewed, whoever ran maintenance.
         self.assertEqual(ns_b.record("held"), ("queued", "leases", 0, held.sid))
         lease = ns_b.lease("leases", GROUP, held.sid)
         self.assertEqual(lease[:3], ("python-holder", 60000, 1))
         self.assert_lease_end(lease.ends_ms, holder.lease_deadline_ms, holder.lease_deadline_ms)
-        self.assertIsNone(ns_b.errors("held"))
+        self.assertEqual(ns_b.error_history("held"), [])
         pending = self.r.xpending_range(ns_b.keys.stream("leases"), GROUP, held.sid, held.sid, 1)
         self.assertEqual(pending[0]["consumer"], b"python-holder")
         self.assertEqual(ns_b.ack("leases", GROUP, "python-holder", [(held.id, held.sid)]),

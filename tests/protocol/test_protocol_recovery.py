@@ -58,7 +58,7 @@ class FailTest(ProtocolTestCase):
         self.assertEqual(self.pending(), 0)
         self.assertIsNone(self.lease("t1"))
         self.assertEqual(self.b.body("t1")["extra"], '{"x":1}')
-        (err,) = self.b.errors("t1")
+        (err,) = self.b.error_history("t1")
         self.assertEqual({k: v for k, v in err.items() if k != "at_ms"},
                          {"attempt": 1, "kind": "error", "error": "smtp down",
                           "stack": "at send()", "worker": "w1"})
@@ -79,7 +79,7 @@ class FailTest(ProtocolTestCase):
         self.assertEqual(self.r.zscore(self.k.dead(TYPE), "t1"), at)
         self.assertEqual(self.b.record("t1"), ("dead", TYPE, 3, ""))
         self.assertEqual(self.r.zcard(self.k.scheduled(TYPE)), 0)
-        errors = self.b.errors("t1")
+        errors = self.b.error_history("t1")
         self.assertEqual([(x["attempt"], x["error"], x["stack"], x["worker"]) for x in errors],
                          [(i, f"err {i}", f"stack {i}", f"w{i}") for i in (1, 2, 3)])
         self.assertEqual(self.b.body("t1")["payload"], '{"to":"a@example.com"}')
@@ -98,7 +98,7 @@ class FailTest(ProtocolTestCase):
         # A done task keeps no attempts or worker of its own: the event says them.
         self.assertIsNone(self.b.ended("t1"))
         self.assert_event(self.last_event("t1"), "active", "done", 2, "w2")
-        self.assertIsNone(self.b.errors("t1"))  # ack clears the error history
+        self.assertEqual(self.b.error_history("t1"), [])  # ack clears the error history
 
     def test_a_retry_that_becomes_the_earliest_publishes_a_wakeup(self):
         self.enqueue("later", delay_seconds=3600)
@@ -120,7 +120,7 @@ class FailTest(ProtocolTestCase):
         self.enqueue("t1", max_retry=5)
         e = self.dequeue_one()
         self.assertEqual(self.fail_task(e, kind="non_retryable")[0::2], ("dead", 1))
-        self.assertEqual(self.b.errors("t1")[0]["kind"], "non_retryable")
+        self.assertEqual(self.b.error_history("t1")[0]["kind"], "non_retryable")
 
     def test_invalid_arguments_are_refused(self):
         self.enqueue("t1")
@@ -141,14 +141,14 @@ class DeadLetterTest(ProtocolTestCase):
         self.assertEqual(self.b.record("t1"), ("queued", TYPE, 0, sid))
         self.assertEqual(self.r.zcard(self.k.dead(TYPE)), 0)
         self.assertIsNone(self.b.body("t1"))
-        self.assertEqual(len(self.b.errors("t1")), 1)  # the history stays
+        self.assertEqual(len(self.b.error_history("t1")), 1)  # the history stays
         self.assert_event(self.last_event("t1"), "dead", "queued", 0)
         e = self.dequeue_one()
         self.assertEqual((e.sid, e.attempt, e.payload, e.max_retry),
                          (sid, 0, b'{"to":"a@example.com"}', 0))
         # A fresh budget: the next failure is attempt 1 again, and appends to the history.
         self.assertEqual(self.fail_task(e)[0::2], ("dead", 1))
-        self.assertEqual(len(self.b.errors("t1")), 2)
+        self.assertEqual(len(self.b.error_history("t1")), 2)
 
     def test_replay_with_an_edited_payload(self):
         self.kill("t1")
@@ -170,8 +170,9 @@ class DeadLetterTest(ProtocolTestCase):
     def test_delete_makes_the_task_final_deleted(self):
         self.kill("t1")
         self.assertEqual(self.b.dlq_delete(TYPE, "t1"), "deleted")
-        for key in (self.k.tasks(), self.k.bodies(), self.k.errors()):
+        for key in (self.k.tasks(), self.k.bodies()):
             self.assertFalse(self.r.hexists(key, "t1"), key)
+        self.assertEqual(self.error_fields("t1"), [])
         self.assertEqual(self.r.zcard(self.k.dead(TYPE)), 0)
         self.assertEqual(self.b.final_state("t1")[0], "deleted")
         self.assertEqual(self.b.ended("t1"), ("deleted", TYPE, 1, ""))
@@ -189,8 +190,9 @@ class DeadLetterTest(ProtocolTestCase):
         for task_id in ("d1", "d2", "d3"):
             self.kill(task_id)
         self.assertEqual(self.r.zrange(self.k.dead(TYPE), 0, -1), [b"d2", b"d3"])
-        for key in (self.k.tasks(), self.k.bodies(), self.k.errors()):
+        for key in (self.k.tasks(), self.k.bodies()):
             self.assertFalse(self.r.hexists(key, "d1"), key)
+        self.assertEqual(self.error_fields("d1"), [])
         self.assertEqual(self.b.final_state("d1")[0], "dropped")
         self.assertEqual(self.b.ended("d1"), ("dropped", TYPE, 1, ""))
         self.assert_event(self.last_event("d1"), "dead", "dropped", 1, ids=["d1"],
@@ -219,8 +221,9 @@ class DeadLetterTest(ProtocolTestCase):
         self.assertEqual(self.b.record("t1")[0], "dead")
         self.assertEqual(self.ack([e], "slow"), ["stale_done"])
         self.assertEqual(self.r.zcard(self.k.dead(TYPE)), 0)
-        for key in (self.k.tasks(), self.k.bodies(), self.k.errors()):
+        for key in (self.k.tasks(), self.k.bodies()):
             self.assertFalse(self.r.hexists(key, "t1"), key)
+        self.assertEqual(self.error_fields("t1"), [])
         self.assertEqual(self.b.final_state("t1")[0], "done")
         self.assert_event(self.last_event("t1"), "dead", "done", 1, "slow")
         # It succeeded: a replay must not run it again.
@@ -329,7 +332,7 @@ class LeaseTest(ProtocolTestCase):
         self.assertEqual(self.b.record("t1")[:3], ("retry", TYPE, 1))
         self.assertIsNone(self.lease("t1"))
         self.assertEqual(self.pending(), 0)
-        (err,) = self.b.errors("t1")
+        (err,) = self.b.error_history("t1")
         self.assertEqual((err["kind"], err["worker"]), ("lease_expired", "holder"))
         m = re.fullmatch(r"lease expired at (\d+) \((\d+) ms ago\) on consumer holder",
                          err["error"])
@@ -356,7 +359,7 @@ class LeaseTest(ProtocolTestCase):
         self.assertEqual(reply[:3], (1, 1, 0))
         self.assert_lease_end(reply.next_deadline_ms, before + 60000, long.lease_deadline_ms)
         self.assertEqual(self.b.record("t1")[:3], ("retry", TYPE, 1))
-        (err,) = self.b.errors("t1")
+        (err,) = self.b.error_history("t1")
         self.assertEqual((err["kind"], err["worker"]), ("lease_expired", "short"))
         (kept,) = long.entries
         self.assertEqual(self.b.record("t2"), ("queued", TYPE, 0, kept.sid))
@@ -402,7 +405,7 @@ class LeaseTest(ProtocolTestCase):
         self.expire_lease("t1")
         self.assertEqual(self.b.reclaim(TYPE, 10, **FAST)[:3], (1, 0, 1))
         self.assertEqual(self.b.record("t1")[:3], ("dead", TYPE, 2))
-        self.assertEqual([e["kind"] for e in self.b.errors("t1")], ["lease_expired"] * 2)
+        self.assertEqual([e["kind"] for e in self.b.error_history("t1")], ["lease_expired"] * 2)
 
     def test_reclaim_count_bounds_the_batch_and_reports_the_next_deadline(self):
         self.assertEqual(self.b.reclaim(TYPE, 10)[:4], (0, 0, 0, -1))
@@ -490,7 +493,7 @@ class LeaseTest(ProtocolTestCase):
         self.assertEqual(self.pending(), 0)
         self.assertEqual(self.b.events(), events)
         self.assertEqual(self.r.zcard(self.k.dead(TYPE)), 0)
-        self.assertIsNone(self.b.errors("t1"))
+        self.assertEqual(self.b.error_history("t1"), [])
         # The record is left as it was (queued at the deleted entry), the other task runs.
         self.assertEqual(self.b.record("t1"), ("queued", TYPE, 0, e.sid))
         self.assertEqual([x.id for x in self.dequeue("me")], ["t2"])
@@ -524,7 +527,7 @@ class LeaseTest(ProtocolTestCase):
                           self.r.xpending_range(self.k.stream(TYPE), GROUP, "-", "+", 10)],
                          [sid])
         self.assertEqual(self.b.record("t1"), ("queued", TYPE, 0, sid))
-        self.assertIsNone(self.b.errors("t1"))
+        self.assertEqual(self.b.error_history("t1"), [])
         self.assert_event(self.last_event("t1"), "queued", "deleted", 0, "reaper-1",
                           f"stale copy {copy}", ids=["t1"])
 
@@ -537,7 +540,7 @@ class LeaseTest(ProtocolTestCase):
         self.assertEqual(self.r.zcard(self.k.scheduled(TYPE)), 0)
         self.assertIsNone(self.b.record("t1"))
         self.assertIsNone(self.b.body("t1"))
-        self.assertIsNone(self.b.errors("t1"))
+        self.assertEqual(self.b.error_history("t1"), [])
         self.assertEqual(self.b.final_state("t1")[0], "done")
         self.assert_event(self.last_event("t1"), "retry", "done", 1, "slow")
 
@@ -608,7 +611,7 @@ class MalformedEntryTest(ProtocolTestCase):
         sids = {"m1": sid_missing, "m2": sid_int, "m3": sid_norec, "m4": sid_split,
                 f"malformed-{sid_notask}": sid_notask, f"malformed-{sid_badid}": sid_badid}
         for task_id, reason in expected.items():
-            (err,) = self.b.errors(task_id)
+            (err,) = self.b.error_history(task_id)
             self.assertEqual(err["kind"], "malformed")
             self.assertEqual(err["error"], f"malformed stream entry {sids[task_id]}: {reason}")
             self.assertEqual(self.b.record(task_id), ("dead", TYPE, 1, ""))
@@ -650,7 +653,7 @@ class MalformedEntryTest(ProtocolTestCase):
         self.enqueue("good2")
         self.assertEqual([e.id for e in self.dequeue()], ["good1", "good2"])
         for task_id, sid in bad.items():
-            self.assertEqual(self.b.errors(task_id)[0]["error"],
+            self.assertEqual(self.b.error_history(task_id)[0]["error"],
                              f"malformed stream entry {sid}: created_at is not an integer")
 
     def test_malformed_entry_never_overwrites_a_live_task_with_its_id(self):
@@ -659,7 +662,7 @@ class MalformedEntryTest(ProtocolTestCase):
         self.assertEqual([e.sid for e in self.dequeue()], [sid])
         self.assertEqual(self.b.record("t1"), ("queued", TYPE, 0, sid))
         self.assertEqual(self.b.record(f"malformed-{bad}"), ("dead", TYPE, 1, ""))
-        self.assertEqual(self.b.errors(f"malformed-{bad}")[0]["error"],
+        self.assertEqual(self.b.error_history(f"malformed-{bad}")[0]["error"],
                          f"malformed stream entry {bad}: missing field payload")
 
     def test_a_batch_of_only_malformed_entries_gives_an_id_to_block_after(self):
@@ -686,7 +689,7 @@ class MalformedEntryTest(ProtocolTestCase):
         # rogue stored no lease length: the namespace's lease_ms is its lease; it ran out.
         self.set_idle(sid, gen.NAMESPACE_DEFAULTS["lease_ms"] + 10)
         self.assertEqual(self.b.reclaim(TYPE, 10, reaper="reaper-1")[:3], (1, 0, 1))
-        (err,) = self.b.errors("m1")
+        (err,) = self.b.error_history("m1")
         self.assertEqual((err["kind"], err["error"], err["worker"]),
                          ("malformed", f"malformed stream entry {sid}: attempt is not an integer",
                           "rogue"))
@@ -701,7 +704,7 @@ class MalformedEntryTest(ProtocolTestCase):
         self.assertEqual(self.promote_when_due(due)[0], 1)
         self.assertEqual(self.dequeue(), [])
         self.assertEqual(self.b.record("t1")[0], "dead")
-        self.assertIn("max_retry is not an integer", self.b.errors("t1")[0]["error"])
+        self.assertIn("max_retry is not an integer", self.b.error_history("t1")[0]["error"])
 
 
 class RoundTripTest(ProtocolTestCase):

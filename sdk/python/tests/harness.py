@@ -22,6 +22,8 @@ FUNCTIONS = ROOT / "functions"
 FIXTURES = ROOT / "contract" / "fixtures"
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 BUILD_DIR = pathlib.Path(os.environ.get("BATON_BUILD_DIR", ROOT / "build" / "release"))
+# Failures kept per task in the errors hash, the newest (ERRORS_KEPT in functions/00-header.lua).
+ERRORS_KEPT = 50
 
 
 def library_source() -> str:
@@ -167,10 +169,21 @@ class State:
         return "done" if ended is None else ended.decode().split("|", 1)[0]
 
     def errors(self, task_id: str) -> list[dict[str, Any]]:
+        """The failed attempts recorded for a task, oldest first ([] when none). The errors hash
+        has one field per failure (docs/keyspace.md, "Error history"): ID -> N, the sequence
+        number of the newest, and ID|K -> failure K, the newest ERRORS_KEPT kept. So: HGET ID ->
+        N, then HMGET ID|max(1, N-ERRORS_KEPT+1) .. ID|N."""
         import json
 
-        raw = self.r.hget(self.ks.of("errors"), task_id)
-        return [] if raw is None else list(json.loads(raw))
+        key = self.ks.of("errors")
+        n = self.r.hget(key, task_id)
+        if n is None:
+            return []
+        last = int(n)
+        fields = [f"{task_id}|{k}" for k in range(max(1, last - ERRORS_KEPT + 1), last + 1)]
+        if not fields:
+            return []
+        return [json.loads(v) for v in self.r.hmget(key, fields) if v is not None]
 
     def delivered(self, task_type: str) -> dict[str, dict[str, bytes]]:
         """Every queued task of a type as baton_v2_dequeue delivers it (to a consumer of a

@@ -6,6 +6,7 @@ package redistest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -20,6 +21,46 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
+
+// ErrorsKept is how many failures of one task the errors hash keeps, the newest (ERRORS_KEPT in
+// functions/00-header.lua, docs/keyspace.md).
+const ErrorsKept = 50
+
+// ErrorHistory returns the failures recorded for task id in errorsKey (baton:v2:{NS}:errors),
+// oldest first, each as its JSON object text; empty when it has none. The hash has one field per
+// failure (docs/keyspace.md, "Error history"): ID -> N, the sequence number of the newest, and
+// ID|K -> failure K. So: HGET errors ID -> N, then HMGET errors ID|max(1,N-49) .. ID|N.
+func ErrorHistory(ctx context.Context, rdb *redis.Client, errorsKey, id string) ([]json.RawMessage, error) {
+	text, err := rdb.HGet(ctx, errorsKey, id).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(text)
+	if err != nil {
+		return nil, fmt.Errorf("errors counter of %s is %q, not an integer", id, text)
+	}
+	var fields []string
+	for k := max(1, n-ErrorsKept+1); k <= n; k++ {
+		fields = append(fields, id+"|"+strconv.Itoa(k))
+	}
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	values, err := rdb.HMGet(ctx, errorsKey, fields...).Result()
+	if err != nil {
+		return nil, err
+	}
+	var out []json.RawMessage
+	for _, v := range values {
+		if s, ok := v.(string); ok {
+			out = append(out, json.RawMessage(s))
+		}
+	}
+	return out, nil
+}
 
 // Server is one redis-server process.
 type Server struct {

@@ -16,10 +16,23 @@ export function uniqueNs(prefix = 't'): string {
 
 export interface AttemptError { attempt: number; kind: string; error: string; stack: string; worker: string; at_ms: number }
 
-/** The failed attempts recorded for a task (baton:v2:{NS}:errors). */
+/** Failures kept per task in the errors hash, the newest (ERRORS_KEPT in functions/00-header.lua). */
+export const ERRORS_KEPT = 50;
+
+/**
+ * The failed attempts recorded for a task, oldest first (baton:v2:{NS}:errors, one field per
+ * failure, docs/keyspace.md "Error history"): HGET ID -> N, then HMGET ID|max(1,N-49) .. ID|N.
+ */
 export async function attemptErrors(redis: Redis, ns: string, id: string): Promise<AttemptError[]> {
-  const raw = await redis.hget(`baton:v2:{${ns}}:errors`, id);
-  return raw === null ? [] : (JSON.parse(raw) as AttemptError[]);
+  const key = `baton:v2:{${ns}}:errors`;
+  const counter = await redis.hget(key, id);
+  if (counter === null) return [];
+  const n = Number(counter);
+  const fields: string[] = [];
+  for (let k = Math.max(1, n - ERRORS_KEPT + 1); k <= n; k++) fields.push(`${id}|${k}`);
+  if (fields.length === 0) return [];
+  const values = await redis.hmget(key, ...fields);
+  return values.filter((v): v is string => v !== null).map((v) => JSON.parse(v) as AttemptError);
 }
 
 /** Whether the task is final-done (in the done set, no `ended` state). */

@@ -144,7 +144,8 @@ int Consume(const ConsumeArgs& args) {
     return 1;
   }
   baton::WorkerOptions options;
-  options.redis_url = args.redis_url;
+  options.redis.url = args.redis_url;
+  options.logger = baton::NewStderrLogger();
   options.service = "conformance-cpp";
   options.handle_signals = true;
   baton::Worker worker(options);

@@ -88,7 +88,7 @@ int Produce(const std::string& redis_url, const std::string& ns, const std::stri
     return 1;
   }
   baton::ClientOptions options;
-  options.redis_url = redis_url;
+  options.redis.url = redis_url;
   auto client = baton::Client::Connect(options);
   if (!client.ok()) {
     std::cerr << "produce: " << client.status().ToString() << "\n";

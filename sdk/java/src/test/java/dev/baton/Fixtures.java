@@ -1,6 +1,10 @@
 package dev.baton;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.UUID;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
@@ -50,8 +54,34 @@ abstract class Fixtures {
         return redis.cli().hget(key(ns, "tasks"), id);
     }
 
-    static String errors(String ns, String id) {
-        return redis.cli().hget(key(ns, "errors"), id);
+    /** Failures kept per task in the errors hash, the newest (ERRORS_KEPT in functions/00-header.lua). */
+    static final int ERRORS_KEPT = 50;
+
+    /**
+     * The failed attempts recorded for a task, oldest first (an empty array when none). The errors hash has
+     * one field per failure (docs/keyspace.md, "Error history"): ID holds N, the sequence number of the
+     * newest, and ID|K failure K. So: HGET ID, then HMGET ID|max(1,N-49) .. ID|N.
+     */
+    static ArrayNode errors(String ns, String id) throws JsonProcessingException {
+        ArrayNode out = Json.mapper().createArrayNode();
+        String counter = redis.cli().hget(key(ns, "errors"), id);
+        if (counter == null) {
+            return out;
+        }
+        int n = Integer.parseInt(counter);
+        List<String> fields = new ArrayList<>();
+        for (int k = Math.max(1, n - ERRORS_KEPT + 1); k <= n; k++) {
+            fields.add(id + "|" + k);
+        }
+        if (fields.isEmpty()) {
+            return out;
+        }
+        for (String value : redis.cli().hmget(key(ns, "errors"), fields.toArray(new String[0]))) {
+            if (value != null) {
+                out.add(Json.mapper().readTree(value));
+            }
+        }
+        return out;
     }
 
     static BatonClient client() {

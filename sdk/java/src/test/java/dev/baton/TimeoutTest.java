@@ -39,7 +39,7 @@ class TimeoutTest extends Fixtures {
             waitFor(Duration.ofSeconds(30), "dead", () -> String.valueOf(record(ns, id)).startsWith("dead|"));
             assertTrue(ended.await(30, TimeUnit.SECONDS));
             assertTrue(interrupted.get(), "the handler thread was interrupted");
-            JsonNode errs = Json.mapper().readTree(errors(ns, id));
+            JsonNode errs = errors(ns, id);
             assertEquals(1, errs.size());
             JsonNode e = errs.get(0);
             assertEquals("timeout", e.get("kind").asText());

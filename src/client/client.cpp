@@ -13,6 +13,7 @@
 #include "broker/functions.h"
 #include "broker/namespace_settings.h"
 #include "broker/redis_connection.h"
+#include "broker/redis_open.h"
 #include "core/keys.h"
 #include "core/task_rules.h"
 
@@ -138,9 +139,7 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
 StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
-  StatusOr<internal::RedisEndpoint> endpoint = internal::RedisEndpoint::Parse(options.redis_url);
-  if (!endpoint.ok()) return endpoint.status().WithContext("connect");
-  auto connection = internal::RedisConnection::Open(*endpoint, options.timeout);
+  auto connection = internal::OpenRedis(options.redis);
   if (!connection.ok()) return connection.status().WithContext("connect");
   if (Status s = internal::CheckFunctionLibrary(**connection); !s.ok()) {
     return s.WithContext("connect");

@@ -51,7 +51,7 @@ class ClientTest : public ::testing::Test {
   void SetUp() override {
     server_.LoadFunctions();
     ClientOptions options;
-    options.redis_url = server_.url();
+    options.redis.url = server_.url();
     auto client = Client::Connect(options);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     client_ = std::move(client).value();
@@ -335,7 +335,7 @@ TEST_F(ClientTest, CancelActiveIsAConflict) {
 TEST(ClientConnect, VersionMismatchWithoutLibrary) {
   testing::RedisServer server;
   ClientOptions options;
-  options.redis_url = server.url();
+  options.redis.url = server.url();
   auto client = Client::Connect(options);
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), StatusCode::kVersionMismatch);
@@ -350,7 +350,7 @@ TEST(ClientConnect, VersionMismatchWithAnotherVersion) {
                   "#!lua name=baton_v2\nredis.register_function{function_name='baton_v2_version', "
                   "callback=function() return '0' end, flags={'no-writes'}}\n"});
   ClientOptions options;
-  options.redis_url = server.url();
+  options.redis.url = server.url();
   auto client = Client::Connect(options);
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), StatusCode::kVersionMismatch);
@@ -359,10 +359,10 @@ TEST(ClientConnect, VersionMismatchWithAnotherVersion) {
 
 TEST(ClientConnect, UnreachableAndBadUrl) {
   ClientOptions options;
-  options.redis_url = "redis://127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
-  options.timeout = 1000ms;
+  options.redis.url = "redis://127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  options.redis.timeout = 1000ms;
   EXPECT_EQ(Client::Connect(options).status().code(), StatusCode::kUnavailable);
-  options.redis_url = "http://localhost";
+  options.redis.url = "http://localhost";
   EXPECT_EQ(Client::Connect(options).status().code(), StatusCode::kInvalidArgument);
 }
 
@@ -370,7 +370,7 @@ TEST(ClientConnect, EventsCanBeTurnedOffPerNamespace) {
   testing::RedisServer server;
   server.LoadFunctions();
   ClientOptions options;
-  options.redis_url = server.url();
+  options.redis.url = server.url();
   auto client = Client::Connect(options);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   auto settings = (*client)->ConfigureNamespace("quiet", {{"events_maxlen", "0"}});
@@ -393,7 +393,7 @@ TEST(ClientConnect, ConfigureNamespaceNamesTheSettingAndItsRange) {
   testing::RedisServer server;
   server.LoadFunctions();
   ClientOptions options;
-  options.redis_url = server.url();
+  options.redis.url = server.url();
   auto client = Client::Connect(options);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   auto bad = (*client)->ConfigureNamespace("shop", {{"lease_ms", "5"}});
@@ -414,7 +414,7 @@ TEST(ClientConnect, ReconnectsAfterTheConnectionBroke) {
   testing::RedisServer server;
   server.LoadFunctions();
   ClientOptions options;
-  options.redis_url = server.url();
+  options.redis.url = server.url();
   auto client = Client::Connect(options);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   // Drop every client connection except the harness' own; the next call reconnects.

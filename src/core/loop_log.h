@@ -1,37 +1,37 @@
 #pragma once
-// How Baton's background loops (promoter, reaper, wake-up subscriber, type directory) report what
-// happens to them: through a callback, so that batond renders their lines with its structured
-// logger (text or JSON) and a program without a logger (a test) gets them on stderr. A loop reports
-// an outage once, when it starts, and its recovery once, when it ends (OutageLog), never once per
-// retry.
+// How Baton's background threads (worker fetchers, heartbeats, maintenance; batond's promoter,
+// reaper, wake-up subscriber, cron ticker) report what happens to them: through a LogFn, made from
+// the application's Logger (include/baton/logger.h) or from batond's structured logger. A loop
+// reports an outage once, when it starts, and its recovery once, when it ends (OutageLog), never
+// once per retry.
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "baton/logger.h"
 #include "baton/status.h"
 
 namespace baton::internal {
 
-enum class LogLevel { kDebug, kInfo, kWarn, kError };
-
-// One key=value of a log line. `number`: the value is a bare number (JSON without quotes).
-struct LogAttr {
-  std::string key;
-  std::string value;
-  bool number = false;
-};
+using LogLevel = baton::LogLevel;
+using LogAttr = baton::LogField;
 
 inline LogAttr NumberAttr(std::string key, long long value) {
-  return {std::move(key), std::to_string(value), true};
+  return NumberField(std::move(key), value);
 }
 
 // Receives one line: level, message, fields. Called on the loop's own thread; must be thread-safe.
+// An empty LogFn logs nothing.
 using LogFn =
     std::function<void(LogLevel level, std::string_view message, const std::vector<LogAttr>&)>;
 
-// The default sink: "baton: <message> key=value ..." on stderr (info and above).
+// Forwards to `logger`; an empty LogFn when `logger` is null.
+LogFn LogTo(std::shared_ptr<Logger> logger);
+
+// LogTo(NewStderrLogger()): for tests and tools without a logger of their own.
 LogFn StderrLog();
 
 // Tracks one component's outage so that it is logged when it starts and when it ends.

@@ -1,18 +1,16 @@
-#include "scheduler/loop_log.h"
-
-#include <cstdio>
+#include "core/loop_log.h"
 
 namespace baton::internal {
 
-LogFn StderrLog() {
-  return [](LogLevel level, std::string_view message, const std::vector<LogAttr>& attrs) {
-    if (level == LogLevel::kDebug) return;
-    std::string line = "baton: ";
-    line.append(message);
-    for (const LogAttr& a : attrs) line.append(" ").append(a.key).append("=").append(a.value);
-    std::fprintf(stderr, "%s\n", line.c_str());
+LogFn LogTo(std::shared_ptr<Logger> logger) {
+  if (!logger) return {};
+  return [logger = std::move(logger)](LogLevel level, std::string_view message,
+                                      const std::vector<LogAttr>& attrs) {
+    logger->Log(level, message, attrs);
   };
 }
+
+LogFn StderrLog() { return LogTo(NewStderrLogger()); }
 
 void OutageLog::Failed(const LogFn& log, const Status& status, std::chrono::milliseconds retry_in) {
   if (down_) return;
