@@ -22,6 +22,11 @@ this, with whatever settings, never takes a task from a live, heartbeating worke
   ARGV[3]  max_ms (retry backoff cap, ms)
   ARGV[4]  jitter seed (integer): each task gets its own pseudo-random jitter in [0, 1)
   ARGV[5]  reaper name (the event's worker)
+  Consumers that hold nothing and have not read for PRUNE_IDLE_LEASES x the namespace's lease_ms
+  (10 x 30 s by default) are gone workers (each process has its own consumer name): up to
+  PRUNE_PER_CALL of them per call are deleted from the group (XGROUP DELCONSUMER) with their
+  leases:TYPE entry, so neither grows with every restart. A live worker that was merely idle that
+  long loses nothing: its next read recreates the consumer and its next delivery its lease entry.
   A pending entry whose task is no longer queued at it (a stale copy) is acked and deleted; one
   whose stream entry is gone (trimmed by hand: its task id is unknown) is acked; a malformed one
   goes to the dead-letter queue (kind malformed).
@@ -38,23 +43,34 @@ this, with whatever settings, never takes a task from a live, heartbeating worke
 -- check is at most MIN_LEASE_MS away (an entry not read may be the next to run out).
 local PEEK = 1000
 local MIN_LEASE_MS = CONFIG_RANGES.lease_ms[1]
+local PRUNE_IDLE_LEASES = 10 -- idle this many namespace leases with nothing pending: gone
+local PRUNE_PER_CALL = 16
 local RECLAIM_KEYS = { 'stream', 'scheduled', 'leases', 'dead', 'tasks', 'bodies', 'errors',
   'events', 'done', 'ended', 'config' }
 
 -- The pending entries of every consumer of every group whose lease ran out, at most `count`
 -- ({sid, group, consumer, lease end ms} each), and the earliest lease end among the others
--- (nil when nothing else is pending; `now` when `count` cut the list short).
+-- (nil when nothing else is pending; `now` when `count` cut the list short). Deletes the consumers
+-- that hold nothing and have been idle longer than prune_idle_ms (at most PRUNE_PER_CALL).
 local function expired_leases(k, groups, count, now, default_lease)
   local expired, x = {}, 0
   local next_deadline = nil
   local lease_texts = nil -- consumer -> stored lease length, read once something is pending
+  local prune_idle_ms, pruned = PRUNE_IDLE_LEASES * default_lease, {}
+  local holding = {} -- consumer names that hold something in some group: their lease entry stays
   for g = 1, #groups do
     local group = groups[g]
     local consumers = call('XINFO', 'CONSUMERS', k.stream, group)
     for c = 1, #consumers do
       local info = fields_by_name(consumers[c])
       local pending = tonumber_(info.pending) or 0
-      if pending > 0 then
+      if pending == 0 then
+        if #pruned < PRUNE_PER_CALL and (tonumber_(info.idle) or 0) > prune_idle_ms then
+          call('XGROUP', 'DELCONSUMER', k.stream, group, info.name)
+          pruned[#pruned + 1] = info.name
+        end
+      else
+        holding[info.name] = true
         if lease_texts == nil then
           lease_texts = fields_by_name(call('HGETALL', k.leases))
         end
@@ -87,6 +103,11 @@ local function expired_leases(k, groups, count, now, default_lease)
           end
         end
       end
+    end
+  end
+  for i = 1, #pruned do
+    if not holding[pruned[i]] then
+      call('HDEL', k.leases, pruned[i])
     end
   end
   return expired, x, next_deadline

@@ -23,8 +23,10 @@ class InspectorCore;
 
 struct InspectorOptions {
   RedisOptions redis;
-  // A consumer that talked to Redis within this window is live. Baton workers poll at least every
-  // WorkerOptions::block (2 s), so a live worker is never idle for long.
+  // A consumer that got work or heartbeated within this window is live. Redis 7.0 does not count a
+  // read that delivered nothing, so a running worker with nothing to do for longer looks idle (and
+  // after 10 namespace leases with nothing pending, baton_v2_reclaim deletes its consumer; its next
+  // delivery recreates it): "live" means "busy lately".
   std::chrono::milliseconds live_consumer_window{30000};
   // A scheduled task this late is "overdue": nothing promotes due tasks (batond is not running).
   // Leases have no grace: a lease past its end (delivery or last heartbeat + the consumer's lease
@@ -39,7 +41,7 @@ struct InspectorOptions {
 struct ConsumerInfo {
   std::string name;
   std::int64_t pending = 0;  // entries it holds
-  std::int64_t idle_ms = 0;  // since it last talked to Redis (read, claim, heartbeat)
+  std::int64_t idle_ms = 0;  // since it last got entries or heartbeated (claim)
   bool live = false;         // idle_ms < InspectorOptions::live_consumer_window
 };
 

@@ -37,7 +37,8 @@ ReplyPtr ReadOne(redisContext* ctx) {
 
 // Why `reply` (possibly null) is not what was expected.
 std::string Why(const redisReply* reply, const redisContext* ctx) {
-  if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) return std::string(reply->str, reply->len);
+  if (reply != nullptr && reply->type == REDIS_REPLY_ERROR)
+    return std::string(reply->str, reply->len);
   if (ctx->err != 0) return ctx->errstr;
   return "unexpected reply";
 }

@@ -148,7 +148,7 @@ void Reaper::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-StatusOr<std::vector<std::int64_t>> Reaper::PendingCounts(const std::vector<Target>& targets) {
+StatusOr<std::vector<Reaper::GroupCounts>> Reaper::CountGroups(const std::vector<Target>& targets) {
   std::lock_guard<std::mutex> lock(mu_);
   if (Status st = EnsureConnected(conn_, options_.redis); !st.ok()) return st;
   for (const Target& t : targets) {
@@ -157,9 +157,9 @@ StatusOr<std::vector<std::int64_t>> Reaper::PendingCounts(const std::vector<Targ
   StatusOr<std::vector<Reply>> replies = conn_->Flush();
   if (!replies.ok()) return replies.status();
   if (replies->size() != targets.size()) return Status::Internal("reaper: missing replies");
-  std::vector<std::int64_t> out;
+  std::vector<GroupCounts> out;
   for (const Reply& r : *replies) {
-    std::int64_t pending = 0;
+    GroupCounts counts;
     if (r.is_error()) {
       // No stream yet: nothing was ever delivered.
       if (r.str.find("no such key") == std::string::npos) {
@@ -168,13 +168,13 @@ StatusOr<std::vector<std::int64_t>> Reaper::PendingCounts(const std::vector<Targ
     } else {
       for (const Reply& group : r.elements) {
         for (std::size_t i = 0; i + 1 < group.elements.size(); i += 2) {
-          if (group.elements[i].AsString() == "pending") {
-            pending += group.elements[i + 1].AsInteger();
-          }
+          const std::string field = group.elements[i].AsString();
+          if (field == "pending") counts.pending += group.elements[i + 1].AsInteger();
+          if (field == "consumers") counts.consumers += group.elements[i + 1].AsInteger();
         }
       }
     }
-    out.push_back(pending);
+    out.push_back(counts);
   }
   return out;
 }
@@ -191,13 +191,18 @@ void Reaper::Loop() {
   OutageLog outage("reaper");
   // When each type is checked next; a type missing here is checked at once.
   std::map<TypeRef, Clock::time_point> next_check;
+  // When each type was last reclaimed; one with consumers is reclaimed at least every
+  // prune_every, so that the consumers of gone workers are deleted.
+  std::map<TypeRef, Clock::time_point> last_reclaim;
   while (true) {
     const std::vector<Target> targets = CurrentTargets();
     std::vector<TypeRef> served;  // sorted, as targets are
     for (const Target& t : targets) served.push_back(t.type);
-    std::erase_if(next_check, [&](const auto& entry) {
+    auto unserved = [&](const auto& entry) {
       return !std::binary_search(served.begin(), served.end(), entry.first);
-    });
+    };
+    std::erase_if(next_check, unserved);
+    std::erase_if(last_reclaim, unserved);
     std::vector<Target> due;
     for (const Target& t : targets) {
       auto it = next_check.find(t.type);
@@ -205,17 +210,23 @@ void Reaper::Loop() {
     }
 
     // A check reads each due type's pending count (no write, no function call); only a type with
-    // pending tasks costs a baton_v2_reclaim call, whose next lease end says when to look again.
+    // pending tasks costs a baton_v2_reclaim call, whose next lease end says when to look again
+    // (and one with idle consumers, every prune_every).
     Status status = Status::Ok();
     if (!due.empty()) {
-      StatusOr<std::vector<std::int64_t>> pending = PendingCounts(due);
+      StatusOr<std::vector<GroupCounts>> counts = CountGroups(due);
       const auto read_at = Clock::now();
       std::vector<Target> held;
-      if (!pending.ok()) {
-        status = pending.status();
+      if (!counts.ok()) {
+        status = counts.status();
       } else {
         for (std::size_t i = 0; i < due.size(); ++i) {
-          if ((*pending)[i] > 0) {
+          const GroupCounts& c = (*counts)[i];
+          auto last = last_reclaim.find(due[i].type);
+          const bool prune_due =
+              c.consumers > 0 &&
+              (last == last_reclaim.end() || read_at - last->second >= options_.prune_every);
+          if (c.pending > 0 || prune_due) {
             held.push_back(due[i]);
           } else {
             next_check[due[i].type] = read_at + options_.interval;
@@ -230,6 +241,7 @@ void Reaper::Loop() {
         } else {
           for (std::size_t i = 0; i < results->size(); ++i) {
             const ReapResult& r = (*results)[i];
+            last_reclaim[held[i].type] = reclaimed_at;
             next_check[held[i].type] = reclaimed_at + UntilNextCheck(r.next_deadline_ms, r.now_ms);
             if (r.reclaimed > 0 && options_.on_reclaimed) options_.on_reclaimed(held[i].type, r);
           }

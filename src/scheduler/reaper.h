@@ -54,6 +54,9 @@ class Reaper {
     int count = 500;     // expired leases per baton_v2_reclaim call (1..1000)
     // Longest time between two checks of a type.
     std::chrono::milliseconds interval{1000};
+    // A type with consumers but nothing pending is still reclaimed this often, so that
+    // baton_v2_reclaim deletes the consumers of workers that are gone (docs/protocol.md, reclaim).
+    std::chrono::milliseconds prune_every{std::chrono::minutes(5)};
     std::string name = "reaper";  // recorded in the events as the worker of the transition
     // The types to serve: these targets, or (when empty) the types `types_source` returns, asked
     // before every pass, with default_retry. Both empty: nothing to do.
@@ -89,9 +92,13 @@ class Reaper {
   // expired leases than `count`); results in the same order.
   StatusOr<std::vector<ReapResult>> ReclaimTargets(const std::vector<Target>& targets);
   fn::Command ReclaimCommand(const Target& target);  // mu_ held (rng_)
-  // The pending entries of each target's stream, summed over its consumer groups (0: no stream
-  // or no group), in one round trip that writes nothing (TIME, then XINFO GROUPS per type).
-  StatusOr<std::vector<std::int64_t>> PendingCounts(const std::vector<Target>& targets);
+  // Of each target's stream, summed over its consumer groups (0: no stream or no group): the
+  // pending entries and the consumers. One round trip that writes nothing (XINFO GROUPS per type).
+  struct GroupCounts {
+    std::int64_t pending = 0;
+    std::int64_t consumers = 0;
+  };
+  StatusOr<std::vector<GroupCounts>> CountGroups(const std::vector<Target>& targets);
   // How long until a type whose earliest lease end is `deadline_ms` (-1: none) must be checked.
   std::chrono::milliseconds UntilNextCheck(std::int64_t deadline_ms, std::int64_t now_ms) const;
   void Loop();

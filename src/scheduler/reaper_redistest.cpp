@@ -206,6 +206,30 @@ TEST_F(ReaperTest, LoopReadsPendingCountsAndCallsReclaimOnlyForPendingTasks) {
   EXPECT_LE(Calls("fcall") - fcall1, 4);
 }
 
+// A type with consumers but nothing pending costs one reclaim call per prune_every (which
+// deletes the consumers of gone workers); a type without consumers costs none.
+TEST_F(ReaperTest, LoopReclaimsATypeWithIdleConsumersOncePerPruneInterval) {
+  Enqueue("p", 1, 3);
+  std::vector<fn::HeldTask> held = Dequeue("p", "w1", 1, 30000);
+  ASSERT_EQ(held.size(), 1u);
+  auto acked = redis_.Command(fn::Ack(kNs, "p", "g", "w1", held));
+  ASSERT_EQ(acked->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(PendingCount("p"), 0);
+  Reaper::Options o = Opts();
+  o.interval = 200ms;
+  o.prune_every = 1s;
+  o.targets = {{{kNs, "p"}, o.default_retry}, {{kNs, "none"}, o.default_retry}};
+  Reaper reaper(o);
+  const long long fcall0 = Calls("fcall");
+  ASSERT_TRUE(reaper.Start().ok());
+  std::this_thread::sleep_for(3500ms);
+  reaper.Stop();
+  // At start, then after 1, 2 and 3 s (checks every 200 ms): 4, give or take a check.
+  const long long calls = Calls("fcall") - fcall0;
+  EXPECT_GE(calls, 3);
+  EXPECT_LE(calls, 5);
+}
+
 TEST_F(ReaperTest, LoopServesTheTypesOfItsSource) {
   Enqueue("a", 1, 3);
   Enqueue("b", 2, 3);

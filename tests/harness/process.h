@@ -47,4 +47,7 @@ class TempDir {
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int FreeLoopbackPort();
 
+// The whole content of a file ("" when it cannot be read), e.g. a child's captured output.
+std::string ReadFile(const std::string& path);
+
 }  // namespace baton::testing

@@ -19,13 +19,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 TEST(QuickstartTest, ProducerAndWorkerOfTheDocRunATask) {
   RedisServer redis;
   redis.LoadFunctions();

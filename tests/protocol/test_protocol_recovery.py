@@ -365,6 +365,36 @@ class LeaseTest(ProtocolTestCase):
         self.assertEqual(self.b.record("t2"), ("queued", TYPE, 0, kept.sid))
         self.assertEqual(self.b.lease(TYPE, GROUP, kept.sid)[:3], ("long", 60000, 1))
 
+    def test_reclaim_deletes_consumers_that_hold_nothing_and_are_idle_ten_leases(self):
+        # Namespace lease 1 s: a consumer idle over 10 s with nothing pending is a gone worker.
+        self.b.configure(lease_ms=1000)
+        self.b.enqueue(TYPE, [self.spec("t1"), self.spec("t2")])
+        (done,) = self.b.dequeue(TYPE, GROUP, "gone", 1, lease_ms=5000).entries
+        self.assertEqual(self.b.ack(TYPE, GROUP, "gone", [(done.id, done.sid)]), ["done"])
+        (held,) = self.b.dequeue(TYPE, GROUP, "busy", 1, lease_ms=60000).entries
+        self.assertEqual(self.leases(), {"gone": 5000, "busy": 60000})
+        time.sleep(10.3)
+        # A live worker that just ran a task holds nothing either, but was active a moment ago.
+        self.b.enqueue(TYPE, [self.spec("t4")])
+        (ran,) = self.b.dequeue(TYPE, GROUP, "fresh", 1).entries
+        self.assertEqual(self.b.ack(TYPE, GROUP, "fresh", [(ran.id, ran.sid)]), ["done"])
+        self.assertEqual(self.b.reclaim(TYPE, 10)[:3], (0, 0, 0))
+
+        def consumers():
+            rows = self.r.xinfo_consumers(self.k.stream(TYPE), GROUP)
+            return sorted(c["name"].decode() for c in rows)
+
+        # "busy" is as idle but holds a task under its 60 s lease: it stays, with its lease.
+        self.assertEqual(consumers(), ["busy", "fresh"])
+        self.assertEqual(self.leases(), {"busy": 60000, "fresh": 1000})
+        self.assertEqual(self.b.record("t2"), ("queued", TYPE, 0, held.sid))
+        # A worker that was only idle comes back as if new: its next delivery stores its lease.
+        self.b.enqueue(TYPE, [self.spec("t3")])
+        (again,) = self.b.dequeue(TYPE, GROUP, "gone", 1, lease_ms=5000).entries
+        self.assertEqual(again.id, "t3")
+        self.assertEqual(consumers(), ["busy", "fresh", "gone"])
+        self.assertEqual(self.leases(), {"busy": 60000, "fresh": 1000, "gone": 5000})
+
     def test_a_consumers_lease_length_is_the_last_it_asked_for_every_task_it_holds(self):
         self.b.enqueue(TYPE, [self.spec("t1"), self.spec("t2")])
         (e1,) = self.b.dequeue(TYPE, GROUP, "c1", 1, lease_ms=60000).entries
