@@ -25,8 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker/keys.h"
 #include "broker/redis_connection.h"
-#include "core/keys.h"
 
 namespace {
 

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "broker/function_library.h"
+#include "broker/keys.h"
 #include "broker/redis_connection.h"
-#include "core/keys.h"
 
 namespace {
 

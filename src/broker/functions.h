@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "broker/keys.h"
 #include "broker/protocol_gen.h"
-#include "core/keys.h"
 
 namespace baton::internal::fn {
 

@@ -11,10 +11,10 @@
 #include "broker/enqueue_call.h"
 #include "broker/function_library.h"
 #include "broker/functions.h"
+#include "broker/keys.h"
 #include "broker/namespace_settings.h"
 #include "broker/redis_connection.h"
 #include "broker/redis_open.h"
-#include "core/keys.h"
 #include "core/task_rules.h"
 
 namespace baton {

@@ -7,7 +7,7 @@
 
 #include "baton/client.h"
 #include "broker/functions.h"
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "harness/redis_server.h"
 #include "harness/work_entry.h"
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "broker/keys.h"
 #include "broker/protocol_gen.h"
-#include "core/keys.h"
 
 namespace baton::internal {
 namespace {

@@ -6,7 +6,7 @@
 #include "baton/inspector.h"
 #include "baton/task.h"
 #include "broker/functions.h"
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "inspect/inspector_core.h"
 #include "inspect/task_record.h"
 

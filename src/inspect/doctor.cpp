@@ -8,7 +8,7 @@
 #include <charconv>
 
 #include "baton/inspector.h"
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "inspect/event_scan.h"
 #include "inspect/inspector_core.h"
 #include "inspect/stream_id.h"

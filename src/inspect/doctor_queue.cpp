@@ -5,7 +5,7 @@
 #include <set>
 
 #include "baton/inspector.h"
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "inspect/event_scan.h"
 #include "inspect/inspector_core.h"
 #include "inspect/lease_scan.h"

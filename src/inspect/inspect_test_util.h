@@ -14,8 +14,8 @@
 #include "baton/client.h"
 #include "baton/inspector.h"
 #include "broker/functions.h"
+#include "broker/keys.h"
 #include "broker/redis_connection.h"
-#include "core/keys.h"
 #include "harness/redis_server.h"
 
 namespace baton::testing {

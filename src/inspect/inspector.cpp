@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "inspect/event_scan.h"
 #include "inspect/inspector_core.h"
 #include "inspect/lease_scan.h"

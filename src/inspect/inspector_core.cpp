@@ -5,8 +5,8 @@
 #include <set>
 
 #include "broker/function_library.h"
+#include "broker/keys.h"
 #include "broker/redis_open.h"
-#include "core/keys.h"
 #include "core/task_rules.h"
 
 namespace baton::internal {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "baton/status.h"
+#include "broker/keys.h"
 #include "broker/protocol_gen.h"
-#include "core/keys.h"
 #include "inspect/inspector_core.h"
 #include "inspect/stream_state.h"
 

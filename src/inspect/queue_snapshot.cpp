@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "inspect/lease_scan.h"
 #include "inspect/stream_id.h"
 #include "inspect/task_record.h"

@@ -7,7 +7,7 @@
 
 #include "baton/inspector.h"
 #include "broker/functions.h"
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "inspect/inspector_core.h"
 #include "inspect/rescue_key.h"
 #include "inspect/stream_id.h"

@@ -1,6 +1,6 @@
 #include "inspect/task_lookup.h"
 
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "inspect/event_scan.h"
 #include "inspect/lease_scan.h"
 

@@ -9,9 +9,9 @@
 #include <charconv>
 
 #include "broker/functions.h"
+#include "broker/keys.h"
 #include "broker/redis_open.h"
 #include "core/backoff.h"
-#include "core/keys.h"
 #include "cron/cron_due.h"
 
 namespace baton::internal {

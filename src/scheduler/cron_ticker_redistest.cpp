@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "broker/functions.h"
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "harness/redis_server.h"
 #include "harness/work_entry.h"
 #include "scheduler/cron_ticker.h"

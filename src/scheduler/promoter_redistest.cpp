@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "baton/client.h"
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "harness/redis_server.h"
 #include "harness/work_entry.h"
 #include "scheduler/promoter.h"

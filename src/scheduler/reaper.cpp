@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <map>
 
+#include "broker/keys.h"
 #include "broker/redis_open.h"
 #include "core/backoff.h"
-#include "core/keys.h"
 
 namespace baton::internal {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/keys.h"
+#include "broker/keys.h"
 
 namespace baton::internal {
 

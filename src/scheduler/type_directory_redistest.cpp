@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "harness/redis_server.h"
 #include "scheduler/scheduler_test_util.h"
 #include "scheduler/type_directory.h"

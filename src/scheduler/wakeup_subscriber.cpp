@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "baton/task.h"
+#include "broker/keys.h"
 #include "core/backoff.h"
-#include "core/keys.h"
 
 namespace baton::internal {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "core/keys.h"
+#include "broker/keys.h"
 
 namespace baton::internal {
 

@@ -20,9 +20,9 @@
 
 #include "broker/function_library.h"
 #include "broker/functions.h"
+#include "broker/keys.h"
 #include "broker/namespace_settings.h"
 #include "broker/redis_connection.h"
-#include "core/keys.h"
 #include "core/loop_log.h"
 #include "worker/alarm.h"
 #include "worker/lease_keeper.h"

@@ -16,7 +16,7 @@
 
 #include "baton/client.h"
 #include "baton/worker.h"
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "harness/redis_server.h"
 
 namespace baton::testing {

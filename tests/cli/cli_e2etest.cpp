@@ -20,7 +20,7 @@
 
 #include "baton/inspector.h"
 #include "broker/functions.h"
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "harness/process.h"
 #include "harness/redis_server.h"
 #include "harness/work_entry.h"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "broker/functions.h"
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "harness/redis_server.h"
 #include "harness/work_entry.h"
 #include "scheduler/scheduler_test_util.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "baton/client.h"
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "harness/process.h"
 #include "harness/redis_server.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "core/keys.h"
+#include "broker/keys.h"
 #include "harness/process.h"
 #include "harness/redis_server.h"
 
