@@ -10,8 +10,6 @@ LogFn LogTo(std::shared_ptr<Logger> logger) {
   };
 }
 
-LogFn StderrLog() { return LogTo(NewStderrLogger()); }
-
 void OutageLog::Failed(const LogFn& log, const Status& status, std::chrono::milliseconds retry_in) {
   if (down_) return;
   down_ = true;

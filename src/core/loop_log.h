@@ -31,9 +31,6 @@ using LogFn =
 // Forwards to `logger`; an empty LogFn when `logger` is null.
 LogFn LogTo(std::shared_ptr<Logger> logger);
 
-// LogTo(NewStderrLogger()): for tests and tools without a logger of their own.
-LogFn StderrLog();
-
 // Tracks one component's outage so that it is logged when it starts and when it ends.
 class OutageLog {
  public:

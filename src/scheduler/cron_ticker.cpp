@@ -57,7 +57,6 @@ std::map<std::string, std::string> HashFromReply(const Reply& reply) {
 
 CronTicker::CronTicker(Options options) : options_(std::move(options)) {
   if (options_.max_sleep.count() < 1) options_.max_sleep = std::chrono::milliseconds(1);
-  if (!options_.log) options_.log = StderrLog();
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 

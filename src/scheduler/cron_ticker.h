@@ -88,7 +88,7 @@ class CronTicker {
     // set of invalid definitions changed. May be empty.
     std::function<void(const CronRunResult&)> on_pass;
     // Where the loop reports an outage (Redis unreachable, ...; once when it starts, once when it
-    // ends: the loop retries with backoff meanwhile). Empty: StderrLog().
+    // ends: the loop retries with backoff meanwhile). Empty: nothing is logged.
     LogFn log;
   };
 

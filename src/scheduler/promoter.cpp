@@ -44,7 +44,6 @@ void Merge(const PromoteResult& one, PromoteResult* total) {
 Promoter::Promoter(Options options) : options_(std::move(options)) {
   options_.limit = std::clamp(options_.limit, 1, 10000);
   if (options_.interval.count() < 1) options_.interval = std::chrono::milliseconds(1);
-  if (!options_.log) options_.log = StderrLog();
   std::sort(options_.types.begin(), options_.types.end());
 }
 

@@ -49,7 +49,7 @@ class Promoter {
     // Subscribe to baton:v2:wakeup itself. false: the owner forwards the messages to Notify() and
     // calls Resync() after its subscription was lost (batond shares one subscription).
     bool subscribe = true;
-    LogFn log;  // empty: StderrLog()
+    LogFn log;  // empty: nothing is logged (batond passes its structured logger)
   };
 
   explicit Promoter(Options options);

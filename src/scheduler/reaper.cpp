@@ -49,7 +49,6 @@ void Add(const ReapResult& one, ReapResult* total) {
 Reaper::Reaper(Options options) : options_(std::move(options)), rng_(std::random_device{}()) {
   options_.count = std::clamp(options_.count, 1, 1000);
   if (options_.interval.count() < 1) options_.interval = std::chrono::milliseconds(1);
-  if (!options_.log) options_.log = StderrLog();
   std::sort(options_.targets.begin(), options_.targets.end(),
             [](const Target& a, const Target& b) { return a.type < b.type; });
 }

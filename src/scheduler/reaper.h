@@ -63,7 +63,7 @@ class Reaper {
     std::vector<Target> targets;
     std::function<std::vector<TypeRef>()> types_source;
     RetryPolicy default_retry;
-    LogFn log;  // empty: StderrLog()
+    LogFn log;  // empty: nothing is logged (batond passes its structured logger)
     // Called on the loop thread for every type of which a pass took tasks back. May be empty.
     std::function<void(const TypeRef&, const ReapResult&)> on_reclaimed;
   };

@@ -43,9 +43,7 @@ bool ParseWakeupMessage(std::string_view text, WakeupMessage* out) {
 }
 
 WakeupSubscriber::WakeupSubscriber(RedisEndpoint endpoint, Handlers handlers, LogFn log)
-    : endpoint_(std::move(endpoint)),
-      handlers_(std::move(handlers)),
-      log_(log ? std::move(log) : StderrLog()) {}
+    : endpoint_(std::move(endpoint)), handlers_(std::move(handlers)), log_(std::move(log)) {}
 
 WakeupSubscriber::~WakeupSubscriber() { Stop(); }
 

@@ -41,7 +41,7 @@ class WakeupSubscriber {
     std::function<void()> on_resubscribed;
   };
 
-  // `log` empty: StderrLog().
+  // `log` empty: nothing is logged.
   WakeupSubscriber(RedisEndpoint endpoint, Handlers handlers, LogFn log = {});
   ~WakeupSubscriber();  // Stop()s
   WakeupSubscriber(const WakeupSubscriber&) = delete;

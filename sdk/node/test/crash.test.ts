@@ -16,7 +16,13 @@ test('kill -9 of a worker mid-run: every task still runs to done', async () => {
   try {
     await child.line('ready');
     const tasks = await env.client.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ namespace: ns, taskType: 'job', payload: { i } })));
-    await waitFor('some finished', () => child.lines.filter((l) => 'finished' in l).length >= 8);
+    // Kill while tasks are running: after some finished, at a moment when a started task has not
+    // (not at the instant between two fetches, when nothing runs).
+    const running = () => {
+      const done = new Set(child.lines.filter((l) => 'finished' in l).map((l) => l.finished));
+      return child.lines.filter((l) => 'started' in l && !done.has(l.started)).length;
+    };
+    await waitFor('some finished and more running', () => child.lines.filter((l) => 'finished' in l).length >= 8 && running() > 0);
     child.kill('SIGKILL');
     await child.exited;
     const finished = new Set(child.lines.filter((l) => 'finished' in l).map((l) => l.finished as string));
