@@ -34,7 +34,8 @@ class Logger {
                    const std::vector<LogField>& fields) = 0;
 };
 
-// Lines "baton: <level> <message> key=value ..." on stderr, for `min_level` and above.
+// Lines "baton: <level> <message> key=value ..." on stderr, for `min_level` and above (a value
+// with spaces, quotes or '=' is quoted, logfmt style).
 std::shared_ptr<Logger> NewStderrLogger(LogLevel min_level = LogLevel::kInfo);
 
 // Drops everything: the default of every options struct that takes a logger.

@@ -5,6 +5,31 @@
 namespace baton {
 namespace {
 
+// A logfmt value: as it is when it has no space, quote, '=' or control character; else quoted,
+// with \ " and newlines escaped.
+void AppendValue(std::string& line, const std::string& value) {
+  bool plain = !value.empty();
+  for (unsigned char c : value) {
+    if (c <= ' ' || c == '"' || c == '=' || c == 0x7f) plain = false;
+  }
+  if (plain) {
+    line.append(value);
+    return;
+  }
+  line.push_back('"');
+  for (char c : value) {
+    if (c == '"' || c == '\\') {
+      line.push_back('\\');
+      line.push_back(c);
+    } else if (c == '\n') {
+      line.append("\\n");
+    } else {
+      line.push_back(c);
+    }
+  }
+  line.push_back('"');
+}
+
 class StderrLogger final : public Logger {
  public:
   explicit StderrLogger(LogLevel min_level) : min_level_(min_level) {}
@@ -13,7 +38,10 @@ class StderrLogger final : public Logger {
     if (level < min_level_) return;
     std::string line = "baton: ";
     line.append(LogLevelName(level)).append(" ").append(message);
-    for (const LogField& f : fields) line.append(" ").append(f.key).append("=").append(f.value);
+    for (const LogField& f : fields) {
+      line.append(" ").append(f.key).append("=");
+      AppendValue(line, f.value);
+    }
     line.push_back('\n');
     // One write per line, so lines of concurrent threads do not interleave.
     std::fwrite(line.data(), 1, line.size(), stderr);

@@ -150,7 +150,7 @@ bool Maintenance::Pass(Clock::time_point now, std::chrono::milliseconds retry_in
     if (v.empty()) {
       Log(log_, targets_[s.target],
           s.promote ? "maintenance promote failed" : "maintenance reclaim failed",
-          reply.is_error() ? reply.str : "unexpected reply");
+          reply.is_error() ? StatusFromErrorReply(reply).ToString() : "unexpected reply");
       (s.promote ? plan.promote_at : plan.reclaim_at) = after + kMaxSleep;
       continue;
     }

@@ -16,6 +16,13 @@ constexpr std::size_t kAcksPerCall = 256;
 constexpr std::chrono::milliseconds kBusyBlock{100};
 constexpr std::size_t kEntryValues = 9;  // per task in baton_v2_dequeue's entries
 
+// What a function's reply that is not the expected array says: an error reply with its code and
+// hint (e.g. "run 'baton init'" for a missing functions library).
+Status ReplyError(const Reply& reply) {
+  if (reply.is_error()) return StatusFromErrorReply(reply);
+  return Status::Internal("unexpected reply");
+}
+
 // One event of this type's fetcher: `error` says what Redis or the decoder answered.
 void Log(const RunnerSettings& s, std::string_view message, const std::string& error) {
   if (!s.log) return;
@@ -158,8 +165,7 @@ void TypeRunner::HeartbeatTasks(std::vector<fn::HeldTask>* tasks) {
 void TypeRunner::OnExtendReply(const std::vector<fn::HeldTask>& sent, const Reply& held) {
   if (held.is_error() || !held.is_array()) {
     // Says nothing about the leases (e.g. the library is being reloaded): try again next beat.
-    Log(settings_, "heartbeat (baton_v2_extend) failed",
-        held.is_error() ? held.str : "unexpected reply");
+    Log(settings_, "heartbeat (baton_v2_extend) failed", ReplyError(held).ToString());
     return;
   }
   std::vector<std::string> still;
@@ -326,9 +332,7 @@ void TypeRunner::FetchLoop() {
     Reply& dequeued = replies->back();
     if (dequeued.is_error() || !dequeued.is_array() || dequeued.elements.size() < 2) {
       // E.g. the functions library was unloaded: wait (with a growing backoff), do not spin.
-      dequeue_outage_.Failed(
-          Scoped(), Status::Unavailable(dequeued.is_error() ? dequeued.str : "unexpected reply"),
-          backoff_.Peek());
+      dequeue_outage_.Failed(Scoped(), ReplyError(dequeued), backoff_.Peek());
       WaitBackoff();
       continue;
     }
@@ -382,7 +386,7 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
   for (std::size_t done = 0; done < acks && r < replies.size(); done += kAcksPerCall, ++r) {
     const Reply& reply = replies[r];
     if (reply.is_error()) {
-      Log(settings_, "ack (baton_v2_ack) failed", reply.str);
+      Log(settings_, "ack (baton_v2_ack) failed", ReplyError(reply).ToString());
       continue;
     }
     for (const Reply& status : reply.elements) {
@@ -395,7 +399,8 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
     if (r >= replies.size()) break;
     const Reply& reply = replies[r++];
     if (reply.is_error()) {
-      Log(settings_, "failure not recorded (baton_v2_fail)", c.id + ": " + reply.str);
+      Log(settings_, "failure not recorded (baton_v2_fail)",
+          c.id + ": " + ReplyError(reply).ToString());
       continue;
     }
     // {'retry', due_ms, attempt}, {'dead', at_ms, attempt} or {'stale', '', 0}.

@@ -275,6 +275,7 @@ TEST_F(WorkerTest, LogsAnOutageOnceWhenItStartsAndOnceWhenItEndsThroughTheApplic
       << ::testing::PrintToString(logger->Lines());
   EXPECT_EQ(logger->Count("ns=wt type=t"), 2) << ::testing::PrintToString(logger->Lines());
   EXPECT_EQ(logger->Count("Function not found"), 1) << ::testing::PrintToString(logger->Lines());
+  EXPECT_EQ(logger->Count("run 'baton init'"), 1) << ::testing::PrintToString(logger->Lines());
 }
 
 TEST_F(WorkerTest, WithoutALoggerNothingIsWrittenToStderr) {
