@@ -27,11 +27,11 @@ final class Attempt {
     }
 
     void start() {
+        // The deadline is set before the handler can run, so that the handler always sees it.
+        task.executionTimeout().ifPresent(limit -> task.deadline(Instant.now().plus(limit)));
         future = runner.executor().submit(this::execute);
-        task.executionTimeout().ifPresent(limit -> {
-            task.deadline(Instant.now().plus(limit));
-            timer = runner.ctx().timers.schedule(this::timeOut, limit.toMillis(), TimeUnit.MILLISECONDS);
-        });
+        task.executionTimeout().ifPresent(limit ->
+                timer = runner.ctx().timers.schedule(this::timeOut, limit.toMillis(), TimeUnit.MILLISECONDS));
     }
 
     private void execute() {
