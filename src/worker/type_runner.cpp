@@ -23,12 +23,6 @@ Status ReplyError(const Reply& reply) {
   return Status::Internal("unexpected reply");
 }
 
-// One event of this type's fetcher: `error` says what Redis or the decoder answered.
-void Log(const RunnerSettings& s, std::string_view message, const std::string& error) {
-  if (!s.log) return;
-  s.log(LogLevel::kWarn, message, {{"ns", s.ns}, {"type", s.type}, {"error", error}});
-}
-
 }  // namespace
 
 TypeRunner::TypeRunner(RunnerSettings settings, std::shared_ptr<WorkerCounters> counters)
@@ -45,6 +39,10 @@ TypeRunner::TypeRunner(RunnerSettings settings, std::shared_ptr<WorkerCounters> 
       log(level, message, all);
     };
   }
+}
+
+void TypeRunner::LogProblem(std::string_view message, const std::string& error) const {
+  if (scoped_log_) scoped_log_(LogLevel::kWarn, message, {{"error", error}});
 }
 
 TypeRunner::~TypeRunner() {
@@ -165,7 +163,7 @@ void TypeRunner::HeartbeatTasks(std::vector<fn::HeldTask>* tasks) {
 void TypeRunner::OnExtendReply(const std::vector<fn::HeldTask>& sent, const Reply& held) {
   if (held.is_error() || !held.is_array()) {
     // Says nothing about the leases (e.g. the library is being reloaded): try again next beat.
-    Log(settings_, "heartbeat (baton_v2_extend) failed", ReplyError(held).ToString());
+    LogProblem("heartbeat (baton_v2_extend) failed", ReplyError(held).ToString());
     return;
   }
   std::vector<std::string> still;
@@ -229,7 +227,7 @@ TypeRunner::Completion TypeRunner::RunEntry(Slot& slot, PendingEntry& entry) {
     // never crash and never drop it.
     counters_->malformed.fetch_add(1);
     if (sid.empty()) {
-      Log(settings_, "undecodable entry without a stream id", decoded.status().ToString());
+      LogProblem("undecodable entry without a stream id", decoded.status().ToString());
     }
     return Completion{std::move(id), std::move(sid), FailureKind::kMalformed,
                       decoded.status().message(), ""};
@@ -386,7 +384,7 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
   for (std::size_t done = 0; done < acks && r < replies.size(); done += kAcksPerCall, ++r) {
     const Reply& reply = replies[r];
     if (reply.is_error()) {
-      Log(settings_, "ack (baton_v2_ack) failed", ReplyError(reply).ToString());
+      LogProblem("ack (baton_v2_ack) failed", ReplyError(reply).ToString());
       continue;
     }
     for (const Reply& status : reply.elements) {
@@ -399,8 +397,8 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
     if (r >= replies.size()) break;
     const Reply& reply = replies[r++];
     if (reply.is_error()) {
-      Log(settings_, "failure not recorded (baton_v2_fail)",
-          c.id + ": " + ReplyError(reply).ToString());
+      LogProblem("failure not recorded (baton_v2_fail)",
+                 c.id + ": " + ReplyError(reply).ToString());
       continue;
     }
     // {'retry', due_ms, attempt}, {'dead', at_ms, attempt} or {'stale', '', 0}.

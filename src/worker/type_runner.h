@@ -16,6 +16,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -163,6 +164,8 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   // settings_.log with the ns and type fields added (built once: used on every flush).
   LogFn scoped_log_;
   const LogFn& Scoped() const { return scoped_log_; }
+  // One problem of this type's fetcher (warn): `error` says what Redis or the decoder answered.
+  void LogProblem(std::string_view message, const std::string& error) const;
   std::mt19937_64 rng_;  // jitter of baton_v2_fail
   std::thread fetcher_;
   std::atomic<bool> fetcher_exited_{false};
