@@ -16,24 +16,7 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
-dir=$(mktemp -d)
-redis_pid=""
-stop_redis() {
-  if [ -n "$redis_pid" ]; then
-    kill "$redis_pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$redis_pid" 2>/dev/null || break; sleep 0.1; done
-    redis_pid=""
-  fi
-}
-trap 'stop_redis; rm -rf "$dir"' EXIT
-start_redis() {
-  mkdir -p "$dir/$1"
-  port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-  redis-server --port "$port" --bind 127.0.0.1 --dir "$dir/$1" --save '' --appendonly no \
-    --daemonize yes --logfile "$dir/$1/redis.log" --pidfile "$dir/$1/redis.pid"
-  for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  redis_pid=$(cat "$dir/$1/redis.pid")
-}
+. "$root/bench/lib/redis.sh"  # start_redis NAME / stop_redis, cleaned up on exit
 
 echo "redis $(redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/'), node $(node --version), $(nproc) cores"
 start_redis baton
