@@ -3,15 +3,17 @@ protocol v2, with the reference client tests/protocol/baton_protocol.py (the fn 
 contract/protocol.json).
 
   callgrind_driver.py --port PORT --phase {baseline,enqueue,dequeue,full} [--tasks 5000]
+                      [--read native|lua]
 
 Every phase does the same connection work: one connection, FUNCTION LOAD of the library, the
 version check, one configure read. Then
   baseline: nothing more;
   enqueue:  N tasks (200-byte payload, UUID-like ids) with baton_v2_enqueue in batches of 256;
-  dequeue:  the same enqueues, then baton_v2_dequeue in batches of 64 until all N are delivered
-            (no ack);
-  full:     the same enqueues, then baton_v2_dequeue in batches of 64 and baton_v2_ack of each
-            batch, until all N are done (checked: every ack says 'done', nothing left).
+  dequeue:  the same enqueues, then reads in batches of 64 until all N are delivered (no ack);
+  full:     the same enqueues, then reads in batches of 64 and baton_v2_ack of each batch, until
+            all N are done (checked: every ack says 'done', nothing left).
+A read is the fast read path (XREADGROUP, then baton_v2_start: the C++ worker's) or, with
+--read lua, baton_v2_dequeue.
 Namespace settings stay at their defaults (events on, lease 30 s).
 """
 
@@ -41,6 +43,8 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--phase", choices=["baseline", "enqueue", "dequeue", "full"], required=True)
     ap.add_argument("--tasks", type=int, default=5000)
+    ap.add_argument("--read", choices=["lua", "native"], default="native",
+                    help="dequeue with baton_v2_dequeue (lua) or XREADGROUP + baton_v2_start")
     o = ap.parse_args()
     assert len(PAYLOAD) == 200
 
@@ -63,13 +67,16 @@ def main():
 
     done = 0
     while done < o.tasks:
-        delivery = b.dequeue(TYPE, "g", "c1", DEQUEUE_BATCH)
-        if not delivery.entries:
+        if o.read == "native":
+            entries = b.fast_dequeue(TYPE, "g", "c1", DEQUEUE_BATCH)
+        else:
+            entries = b.dequeue(TYPE, "g", "c1", DEQUEUE_BATCH).entries
+        if not entries:
             raise SystemExit(f"dequeue: nothing delivered after {done} of {o.tasks}")
         if o.phase == "dequeue":
-            done += len(delivery.entries)
+            done += len(entries)
             continue
-        statuses = b.ack(TYPE, "g", "c1", [(e.id, e.sid) for e in delivery.entries])
+        statuses = b.ack(TYPE, "g", "c1", [(e.id, e.sid) for e in entries])
         if any(s != "done" for s in statuses):
             raise SystemExit(f"ack: unexpected reply {statuses[:3]}")
         done += len(statuses)

@@ -9,6 +9,8 @@
 #   enqueue:  N tasks enqueued (baton_v2_enqueue, batches of 256);
 #   dequeue:  N tasks enqueued, then dequeued (batches of 64), not acked;
 #   full:     N tasks enqueued, then dequeued (batches of 64) and acked (batches of 64).
+# "Dequeued" is the C++ worker's fast read path by default (XREADGROUP, then baton_v2_start with
+# what was read); --read lua measures baton_v2_dequeue instead.
 # Then two yardsticks (bench/callgrind_yardstick.py): the bare Streams pattern (XADD, XREADGROUP,
 # XACK + XDEL) natively, and the same commands inside a minimal Functions library: the floor any
 # Redis Functions design pays before its own bookkeeping.
@@ -19,16 +21,18 @@
 # server's time-driven work (serverCron at hz 10) grows with the run's wall time under valgrind:
 # the `call` figure leaves it out.
 #
-#   bench/run_callgrind.sh [--tasks 5000]
+#   bench/run_callgrind.sh [--tasks 5000] [--read native|lua]
 # Needs valgrind (installed here with apt-get when missing; scripts/setup.sh should list it),
 # python3 and python3-redis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tasks=5000
+read_path=native
 while [ $# -gt 0 ]; do
   case "$1" in
     --tasks) tasks=$2; shift 2 ;;
-    *) echo "usage: $0 [--tasks N]" >&2; exit 2 ;;
+    --read) read_path=$2; shift 2 ;;
+    *) echo "usage: $0 [--tasks N] [--read native|lua]" >&2; exit 2 ;;
   esac
 done
 if ! command -v valgrind >/dev/null || ! command -v callgrind_annotate >/dev/null; then
@@ -79,7 +83,7 @@ costs() {
 
 start=$(date +%s)
 for phase in baseline enqueue dequeue full; do
-  run_phase "$phase" bench/callgrind_driver.py --phase "$phase"
+  run_phase "$phase" bench/callgrind_driver.py --phase "$phase" --read "$read_path"
 done
 for mode in native functions; do
   for phase in baseline full; do
@@ -91,7 +95,8 @@ mapfile -t enq < <(costs "$dir/enqueue.out" call fcallCommand)
 mapfile -t deq < <(costs "$dir/dequeue.out" call fcallCommand)
 mapfile -t full < <(costs "$dir/full.out" call fcallCommand)
 echo "callgrind: redis $(redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/'), $tasks tasks, payload 200 B," \
-  "enqueue batches 256, dequeue/ack batches 64, events on ($(($(date +%s) - start)) s)"
+  "enqueue batches 256, dequeue/ack batches 64, read path $read_path, events on" \
+  "($(($(date +%s) - start)) s)"
 awk -v n="$tasks" -v b="${base[*]}" -v e="${enq[*]}" -v d="${deq[*]}" -v f="${full[*]}" 'BEGIN {
   split(b, B); split(e, E); split(d, D); split(f, F)
   split("instructions per task|  in command execution (call)|  in the functions (fcallCommand)",

@@ -11,11 +11,14 @@
 //   3. memory: N tasks enqueued with no worker; used_memory delta per queued task, with the
 //      namespace's events off (events_maxlen 0) and on (the default cap; one events entry per
 //      enqueue call, so events add little per task).
-//   4. light load: 200 tasks/s one at a time; enqueue-to-handler-start latency p50/p99.
-// Redis CPU per task is the delta of used_cpu_user+used_cpu_sys over the phase / tasks.
+//   4. light load: 200 tasks/s one at a time; enqueue-to-handler-start latency p50/p99; then the
+//      same load on the bare pattern (XADD -> XREADGROUP BLOCK), the floor under that figure.
+// Redis CPU per task is the delta of used_cpu_user+used_cpu_sys over the phase / tasks; client CPU
+// per task the same for this process (producer, worker, bench threads: getrusage).
 #include <baton/client.h>
 #include <baton/worker.h>
 #include <hiredis/hiredis.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -80,6 +83,14 @@ double RedisCpuSeconds(RedisConnection& c) {
   return InfoField(c, "cpu", "used_cpu_user") + InfoField(c, "cpu", "used_cpu_sys");
 }
 
+// CPU time of this process (producer, worker and bench threads), user + system.
+double ClientCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
+
 std::string PayloadJson(int bytes) {
   // {"data":"xxx..."} of exactly `bytes` bytes.
   int filler = std::max(0, bytes - 11);
@@ -95,6 +106,7 @@ void Reset(RedisConnection& c) {
 struct PhaseResult {
   double seconds = 0;
   double cpu_us_per_task = 0;
+  double client_cpu_us_per_task = 0;
 };
 
 // Prints every command's calls and Redis time per task since the last CONFIG RESETSTAT (commands
@@ -128,6 +140,7 @@ PhaseResult BareStreams(const Options& o) {
   Must(*admin, {"XGROUP", "CREATE", stream, "g", "0", "MKSTREAM"});
   const std::string payload = PayloadJson(o.payload);
   double cpu0 = RedisCpuSeconds(*admin);
+  double client0 = ClientCpuSeconds();
   auto start = Clock::now();
   std::thread producer([&] {
     auto c = Connect(o);
@@ -161,6 +174,7 @@ PhaseResult BareStreams(const Options& o) {
   PhaseResult res;
   res.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   res.cpu_us_per_task = (RedisCpuSeconds(*admin) - cpu0) * 1e6 / o.tasks;
+  res.client_cpu_us_per_task = (ClientCpuSeconds() - client0) * 1e6 / o.tasks;
   return res;
 }
 
@@ -193,6 +207,7 @@ PhaseResult BatonDrain(const Options& o) {
   const std::string payload = PayloadJson(o.payload);
   if (o.commandstats) Must(*admin, {"CONFIG", "RESETSTAT"});
   double cpu0 = RedisCpuSeconds(*admin);
+  double client0 = ClientCpuSeconds();
   auto start = Clock::now();
   std::thread producer([&] {
     baton::ClientOptions co;
@@ -215,6 +230,7 @@ PhaseResult BatonDrain(const Options& o) {
   PhaseResult res;
   res.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   res.cpu_us_per_task = (RedisCpuSeconds(*admin) - cpu0) * 1e6 / o.tasks;
+  res.client_cpu_us_per_task = (ClientCpuSeconds() - client0) * 1e6 / o.tasks;
   if (o.commandstats) {
     std::printf("baton drain, per task (inner commands of the functions included):\n");
     PrintCommandStats(*admin, o.tasks);
@@ -310,6 +326,54 @@ std::pair<double, double> LightLoadLatency(const Options& o) {
   return {pct(0.50), pct(0.99)};
 }
 
+// The same light load on the bare pattern: XADD one at a time; one consumer thread in XREADGROUP
+// BLOCK takes the time as soon as the entry arrives (no handler thread): the floor of the
+// network, Redis and thread wake-ups under Baton's figure.
+std::pair<double, double> BareLightLoadLatency(const Options& o) {
+  auto admin = Connect(o);
+  Reset(*admin);
+  const std::string stream = "bench:bare-light";
+  Must(*admin, {"XGROUP", "CREATE", stream, "g", "0", "MKSTREAM"});
+  std::vector<double> lat_ms;
+  lat_ms.reserve(o.latency_tasks);
+  std::thread consumer([&] {
+    auto c = Connect(o);
+    while (static_cast<int>(lat_ms.size()) < o.latency_tasks) {
+      auto r = c->BlockingCommand(
+          {"XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "BLOCK", "2000", "STREAMS", stream, ">"},
+          std::chrono::milliseconds(2000));
+      auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+      if (!r.ok()) Die(r.status().ToString());
+      if (r->is_nil()) break;  // the producer stopped
+      for (auto& e : r->elements[0].elements[1].elements) {
+        long long sent = std::atoll(e.elements[1].elements[1].str.c_str());
+        lat_ms.push_back((now - sent) / 1000.0);
+        Must(*c, {"XACK", stream, "g", e.elements[0].str});
+      }
+    }
+  });
+  auto c = Connect(o);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto next = Clock::now();
+  for (int i = 0; i < o.latency_tasks; ++i) {
+    next += std::chrono::microseconds(5000);  // 200 tasks/s
+    std::this_thread::sleep_until(next);
+    auto sent = std::chrono::duration_cast<std::chrono::microseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+    Must(*c, {"XADD", stream, "*", "sent_us", std::to_string(sent)});
+  }
+  consumer.join();
+  if (lat_ms.empty()) Die("no bare latency samples");
+  std::sort(lat_ms.begin(), lat_ms.end());
+  auto pct = [&](double p) {
+    return lat_ms[std::min(lat_ms.size() - 1, size_t(p * lat_ms.size()))];
+  };
+  return {pct(0.50), pct(0.99)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -339,16 +403,21 @@ int main(int argc, char** argv) {
   std::printf("tasks=%d payload=%dB worker concurrency=%d\n", o.tasks, o.payload, o.concurrency);
   auto bare = BareStreams(o);
   double bare_rate = o.tasks / bare.seconds;
-  std::printf("bare streams : %9.0f tasks/s  redis cpu %5.2f us/task\n", bare_rate,
-              bare.cpu_us_per_task);
+  std::printf("bare streams : %9.0f tasks/s  redis cpu %5.2f us/task  client cpu %5.2f us/task\n",
+              bare_rate, bare.cpu_us_per_task, bare.client_cpu_us_per_task);
   auto bt = BatonDrain(o);
   double baton_rate = o.tasks / bt.seconds;
-  std::printf("baton        : %9.0f tasks/s  redis cpu %5.2f us/task  ratio to bare %.2f\n",
-              baton_rate, bt.cpu_us_per_task, baton_rate / bare_rate);
+  std::printf(
+      "baton        : %9.0f tasks/s  redis cpu %5.2f us/task  client cpu %5.2f us/task  ratio to "
+      "bare %.2f\n",
+      baton_rate, bt.cpu_us_per_task, bt.client_cpu_us_per_task, baton_rate / bare_rate);
   auto [mem_no_events, mem_events] = MemoryPerTask(o);
   std::printf("memory       : %6.0f bytes per queued task (events off), %.0f with events on\n",
               mem_no_events, mem_events);
   auto [p50, p99] = LightLoadLatency(o);
   std::printf("light load   : 200 tasks/s, enqueue-to-start p50 %.3f ms  p99 %.3f ms\n", p50, p99);
+  auto [bare_p50, bare_p99] = BareLightLoadLatency(o);
+  std::printf("light bare   : 200 tasks/s, XADD-to-read     p50 %.3f ms  p99 %.3f ms\n", bare_p50,
+              bare_p99);
   return 0;
 }

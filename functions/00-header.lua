@@ -249,6 +249,14 @@ local function jitter_arg(v, field)
   return j
 end
 
+-- A lease_ms argument: 1000..86400000 ms, or '0' for the namespace's setting (returned as 0).
+local function lease_arg(v)
+  if v == '0' then
+    return 0
+  end
+  return int_arg(v, 'lease_ms', 1000, 86400000)
+end
+
 local function stream_id_arg(v, field)
   if v == nil or not find(v, '^%d+%-%d+$') then
     invalid(field, 'must be a stream id like 1722489600123-0')

@@ -42,10 +42,7 @@ register('baton_v2_dequeue', function(keys, args)
   nonempty_arg(group, 'group')
   nonempty_arg(consumer, 'consumer')
   int_arg(count_text, 'count', 1, 1000)
-  local lease_ms = 0
-  if lease_text ~= '0' then
-    lease_ms = int_arg(lease_text, 'lease_ms', 1000, 86400000)
-  end
+  local lease_ms = lease_arg(lease_text)
   local stream = k.stream
 
   local read = pcall_redis('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count_text,

@@ -26,10 +26,7 @@ register('baton_v2_extend', function(keys, args)
   local group, consumer, lease_text = args[1], args[2], args[3]
   nonempty_arg(group, 'group')
   nonempty_arg(consumer, 'consumer')
-  local lease_ms = 0
-  if lease_text ~= '0' then
-    lease_ms = int_arg(lease_text, 'lease_ms', 1000, 86400000)
-  end
+  local lease_ms = lease_arg(lease_text)
   if #args < 3 or (#args - 3) % 2 ~= 0 then
     invalid('ARGV', 'expected group, consumer, lease_ms, then id, SID pairs')
   end

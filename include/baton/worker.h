@@ -95,7 +95,7 @@ struct TypeOptions {
 };
 
 struct WorkerOptions {
-  // Commands wait up to redis.timeout; the fetcher's XREAD BLOCK adds `block` to it.
+  // Commands wait up to redis.timeout; the fetcher's blocking read adds `block` to it.
   RedisOptions redis;
   // Consumer group. Every worker of a (namespace, type) shares one group: a task is one unit of
   // work, acked once (ack deletes the entry), not a message fanned out to several services. The
@@ -104,10 +104,10 @@ struct WorkerOptions {
   std::string group = "baton";
   std::string service = "worker";
   int default_concurrency = 4;
-  int fetch_batch = 64;  // most entries per dequeue call (1..1000)
-  // XREAD BLOCK when the stream is empty and nothing is in flight: an idle fetcher costs Redis two
-  // commands per `block`. While tasks are in flight the fetcher blocks at most 100 ms at a time,
-  // so that their acks are sent promptly.
+  int fetch_batch = 64;  // most entries per read (1..1000)
+  // How long the fetcher's read (XREADGROUP BLOCK) waits when the stream is empty and nothing is in
+  // flight: an idle fetcher costs Redis one command per `block`. While tasks are in flight it
+  // blocks at most 100 ms at a time, so that their acks are sent promptly.
   std::chrono::milliseconds block{5000};
   std::chrono::milliseconds shutdown_grace{10000};
   // Also promote due delayed/retrying tasks and reclaim expired leases of this worker's types,
@@ -132,8 +132,8 @@ struct WorkerStats {
   std::uint64_t succeeded = 0;  // acks recorded (done, or stale_done after a lost lease)
   std::uint64_t failed = 0;     // failures recorded (went to retry or dead), malformed included
   std::uint64_t dead = 0;       // of those, went to the dead-letter queue
-  // Delivered entries this worker could not decode (e.g. payload not a JSON object); entries that
-  // baton_v2_dequeue itself buries (missing fields, no task record) never reach a worker.
+  // Entries this worker read but could not decode (a missing field, a payload that is not a JSON
+  // object, ...): each went to the dead-letter queue as malformed, none ran.
   std::uint64_t malformed = 0;
 };
 

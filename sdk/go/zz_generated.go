@@ -142,6 +142,25 @@ func fcallDequeue(ctx context.Context, c redis.Cmdable, k *keySet, group, consum
 	return c.FCall(ctx, "baton_v2_dequeue", []string{k.stream, k.leases, k.tasks, k.bodies, k.errors, k.dead, k.events, k.done, k.ended, k.config}, group, consumer, count, leaseMs)
 }
 
+// startItem is one item of baton_v2_start's per-item ARGV (sid, id, attempt).
+type startItem struct {
+	SID     any
+	ID      any
+	Attempt any
+}
+
+// fcallStart calls baton_v2_start.
+// KEYS: stream, leases, tasks, bodies, errors, dead, events, done, ended, config.
+// ARGV: group, consumer, lease_ms, n, then per item sid, id, attempt.
+func fcallStart(ctx context.Context, c redis.Cmdable, k *keySet, group, consumer, leaseMs, n any, items []startItem) *redis.Cmd {
+	args := make([]any, 0, 4+3*len(items))
+	args = append(args, group, consumer, leaseMs, n)
+	for _, it := range items {
+		args = append(args, it.SID, it.ID, it.Attempt)
+	}
+	return c.FCall(ctx, "baton_v2_start", []string{k.stream, k.leases, k.tasks, k.bodies, k.errors, k.dead, k.events, k.done, k.ended, k.config}, args...)
+}
+
 // ackItem is one item of baton_v2_ack's per-item ARGV (id, sid).
 type ackItem struct {
 	ID  any

@@ -45,8 +45,8 @@ std::string KeyOf(const Keys& keys, std::string_view type, KeyKind kind) {
 
 // "FCALL name numkeys KEYS..." for the kinds of `spec`, with room for `extra` more values.
 template <std::size_t N>
-Command Start(std::string_view name, const std::array<KeyKind, N>& spec, std::string_view ns,
-              std::string_view type, std::size_t extra_keys, std::size_t extra) {
+Command NewCall(std::string_view name, const std::array<KeyKind, N>& spec, std::string_view ns,
+                std::string_view type, std::size_t extra_keys, std::size_t extra) {
   const Keys keys(ns);
   Command argv;
   argv.reserve(3 + N + extra_keys + extra);
@@ -78,8 +78,8 @@ Command Version() { return {"FCALL_RO", std::string(protocol::kVersionFunction),
 
 Command Configure(std::string_view ns,
                   std::span<const std::pair<std::string, std::string>> settings) {
-  Command argv =
-      Start(protocol::kConfigureFunction, protocol::kConfigureKeys, ns, "", 0, 2 * settings.size());
+  Command argv = NewCall(protocol::kConfigureFunction, protocol::kConfigureKeys, ns, "", 0,
+                         2 * settings.size());
   for (const auto& [name, value] : settings) {
     argv.push_back(name);
     argv.push_back(value);
@@ -89,8 +89,8 @@ Command Configure(std::string_view ns,
 
 Command Enqueue(std::string_view ns, std::string_view type, std::size_t n,
                 std::span<const std::string> unique_keys, std::vector<std::string> per_task) {
-  Command argv = Start(protocol::kEnqueueFunction, protocol::kEnqueueKeys, ns, type,
-                       unique_keys.size(), 1 + per_task.size());
+  Command argv = NewCall(protocol::kEnqueueFunction, protocol::kEnqueueKeys, ns, type,
+                         unique_keys.size(), 1 + per_task.size());
   const Keys keys(ns);
   for (const std::string& key : unique_keys) argv.push_back(keys.Unique(key));
   argv.push_back(std::to_string(n));
@@ -100,7 +100,7 @@ Command Enqueue(std::string_view ns, std::string_view type, std::size_t n,
 
 Command Dequeue(std::string_view ns, std::string_view type, std::string_view group,
                 std::string_view consumer, std::size_t count, std::int64_t lease_ms) {
-  Command argv = Start(protocol::kDequeueFunction, protocol::kDequeueKeys, ns, type, 0, 4);
+  Command argv = NewCall(protocol::kDequeueFunction, protocol::kDequeueKeys, ns, type, 0, 4);
   argv.emplace_back(group);
   argv.emplace_back(consumer);
   argv.push_back(std::to_string(count));
@@ -108,10 +108,45 @@ Command Dequeue(std::string_view ns, std::string_view type, std::string_view gro
   return argv;
 }
 
+Command ReadGroup(std::string_view ns, std::string_view type, std::string_view group,
+                  std::string_view consumer, std::size_t count, std::int64_t block_ms) {
+  Command argv = {"XREADGROUP",          "GROUP", std::string(group),
+                  std::string(consumer), "COUNT", std::to_string(count)};
+  if (block_ms > 0) {  // BLOCK 0 would wait forever
+    argv.push_back("BLOCK");
+    argv.push_back(Text(block_ms));
+  }
+  argv.push_back("STREAMS");
+  argv.push_back(Keys(ns).Stream(type));
+  argv.push_back(">");
+  return argv;
+}
+
+Command CreateGroup(std::string_view ns, std::string_view type, std::string_view group) {
+  return {"XGROUP", "CREATE", Keys(ns).Stream(type), std::string(group), "0", "MKSTREAM"};
+}
+
+Command Start(std::string_view ns, std::string_view type, std::string_view group,
+              std::string_view consumer, std::int64_t lease_ms,
+              std::span<const ReadEntry> entries) {
+  Command argv =
+      NewCall(protocol::kStartFunction, protocol::kStartKeys, ns, type, 0, 4 + 3 * entries.size());
+  argv.emplace_back(group);
+  argv.emplace_back(consumer);
+  argv.push_back(Text(lease_ms));
+  argv.push_back(std::to_string(entries.size()));
+  for (const ReadEntry& e : entries) {
+    argv.push_back(e.sid);
+    argv.push_back(e.id);
+    argv.push_back(e.attempt);
+  }
+  return argv;
+}
+
 Command Ack(std::string_view ns, std::string_view type, std::string_view group,
             std::string_view consumer, std::span<const HeldTask> tasks) {
   Command argv =
-      Start(protocol::kAckFunction, protocol::kAckKeys, ns, type, 0, 3 + 2 * tasks.size());
+      NewCall(protocol::kAckFunction, protocol::kAckKeys, ns, type, 0, 3 + 2 * tasks.size());
   argv.emplace_back(group);
   argv.emplace_back(consumer);
   argv.push_back(std::to_string(tasks.size()));
@@ -120,7 +155,7 @@ Command Ack(std::string_view ns, std::string_view type, std::string_view group,
 }
 
 Command Fail(std::string_view ns, std::string_view type, const FailArgs& a) {
-  Command argv = Start(protocol::kFailFunction, protocol::kFailKeys, ns, type, 0, 10);
+  Command argv = NewCall(protocol::kFailFunction, protocol::kFailKeys, ns, type, 0, 10);
   argv.emplace_back(a.group);
   argv.emplace_back(a.consumer);
   argv.emplace_back(a.id);
@@ -136,7 +171,7 @@ Command Fail(std::string_view ns, std::string_view type, const FailArgs& a) {
 
 Command Reclaim(std::string_view ns, std::string_view type, std::size_t count, std::int64_t base_ms,
                 std::int64_t max_ms, std::uint64_t jitter_seed, std::string_view reaper) {
-  Command argv = Start(protocol::kReclaimFunction, protocol::kReclaimKeys, ns, type, 0, 5);
+  Command argv = NewCall(protocol::kReclaimFunction, protocol::kReclaimKeys, ns, type, 0, 5);
   argv.push_back(std::to_string(count));
   argv.push_back(Text(base_ms));
   argv.push_back(Text(max_ms));
@@ -148,7 +183,7 @@ Command Reclaim(std::string_view ns, std::string_view type, std::size_t count, s
 Command Extend(std::string_view ns, std::string_view type, std::string_view group,
                std::string_view consumer, std::int64_t lease_ms, std::span<const HeldTask> tasks) {
   Command argv =
-      Start(protocol::kExtendFunction, protocol::kExtendKeys, ns, type, 0, 3 + 2 * tasks.size());
+      NewCall(protocol::kExtendFunction, protocol::kExtendKeys, ns, type, 0, 3 + 2 * tasks.size());
   argv.emplace_back(group);
   argv.emplace_back(consumer);
   argv.push_back(Text(lease_ms));
@@ -157,34 +192,35 @@ Command Extend(std::string_view ns, std::string_view type, std::string_view grou
 }
 
 Command Promote(std::string_view ns, std::string_view type, std::size_t limit) {
-  Command argv = Start(protocol::kPromoteFunction, protocol::kPromoteKeys, ns, type, 0, 1);
+  Command argv = NewCall(protocol::kPromoteFunction, protocol::kPromoteKeys, ns, type, 0, 1);
   argv.push_back(std::to_string(limit));
   return argv;
 }
 
 Command Cancel(std::string_view ns, std::string_view type, std::string_view id) {
-  Command argv = Start(protocol::kCancelFunction, protocol::kCancelKeys, ns, type, 0, 1);
+  Command argv = NewCall(protocol::kCancelFunction, protocol::kCancelKeys, ns, type, 0, 1);
   argv.emplace_back(id);
   return argv;
 }
 
 Command DlqReplay(std::string_view ns, std::string_view type, std::string_view id,
                   std::string_view payload) {
-  Command argv = Start(protocol::kDlqReplayFunction, protocol::kDlqReplayKeys, ns, type, 0, 2);
+  Command argv = NewCall(protocol::kDlqReplayFunction, protocol::kDlqReplayKeys, ns, type, 0, 2);
   argv.emplace_back(id);
   argv.emplace_back(payload);
   return argv;
 }
 
 Command DlqDelete(std::string_view ns, std::string_view type, std::string_view id) {
-  Command argv = Start(protocol::kDlqDeleteFunction, protocol::kDlqDeleteKeys, ns, type, 0, 1);
+  Command argv = NewCall(protocol::kDlqDeleteFunction, protocol::kDlqDeleteKeys, ns, type, 0, 1);
   argv.emplace_back(id);
   return argv;
 }
 
 Command RescueStart(std::string_view ns, std::string_view type, std::string_view group,
                     std::string_view rescue_group) {
-  Command argv = Start(protocol::kRescueStartFunction, protocol::kRescueStartKeys, ns, type, 0, 2);
+  Command argv =
+      NewCall(protocol::kRescueStartFunction, protocol::kRescueStartKeys, ns, type, 0, 2);
   argv.emplace_back(group);
   argv.emplace_back(rescue_group);
   return argv;
@@ -192,14 +228,14 @@ Command RescueStart(std::string_view ns, std::string_view type, std::string_view
 
 Command RescueFinish(std::string_view ns, std::string_view type, bool force, std::size_t limit) {
   Command argv =
-      Start(protocol::kRescueFinishFunction, protocol::kRescueFinishKeys, ns, type, 0, 2);
+      NewCall(protocol::kRescueFinishFunction, protocol::kRescueFinishKeys, ns, type, 0, 2);
   argv.emplace_back(force ? "1" : "0");
   argv.push_back(std::to_string(limit));
   return argv;
 }
 
 Command CronMark(std::string_view job, std::int64_t tick_s) {
-  Command argv = Start(protocol::kCronMarkFunction, protocol::kCronMarkKeys, "", "", 0, 2);
+  Command argv = NewCall(protocol::kCronMarkFunction, protocol::kCronMarkKeys, "", "", 0, 2);
   argv.emplace_back(job);
   argv.push_back(Text(tick_s));
   return argv;

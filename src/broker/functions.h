@@ -41,6 +41,26 @@ Command Enqueue(std::string_view ns, std::string_view type, std::size_t n,
 Command Dequeue(std::string_view ns, std::string_view type, std::string_view group,
                 std::string_view consumer, std::size_t count, std::int64_t lease_ms);
 
+// One entry a worker read itself (the fast read path): its SID, and the id and ATTEMPT of its
+// task field ("" when the field does not split).
+struct ReadEntry {
+  std::string sid;
+  std::string id;
+  std::string attempt;
+};
+
+// XREADGROUP GROUP group consumer COUNT count [BLOCK block_ms] STREAMS stream > : the fast read
+// path's own read (not a function; NOGROUP when the group is missing, see CreateGroup). No BLOCK
+// when block_ms is 0.
+Command ReadGroup(std::string_view ns, std::string_view type, std::string_view group,
+                  std::string_view consumer, std::size_t count, std::int64_t block_ms);
+// XGROUP CREATE stream group 0 MKSTREAM (BUSYGROUP when it exists: harmless).
+Command CreateGroup(std::string_view ns, std::string_view type, std::string_view group);
+
+// baton_v2_start: what a consumer read with ReadGroup, sent before any of it is acked or failed.
+Command Start(std::string_view ns, std::string_view type, std::string_view group,
+              std::string_view consumer, std::int64_t lease_ms, std::span<const ReadEntry> entries);
+
 // baton_v2_ack of the tasks a consumer finished.
 Command Ack(std::string_view ns, std::string_view type, std::string_view group,
             std::string_view consumer, std::span<const HeldTask> tasks);

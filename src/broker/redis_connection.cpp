@@ -206,17 +206,25 @@ void RedisConnection::Append(const std::vector<std::string>& argv) {
   redisAppendCommandArgv(ctx_, static_cast<int>(args.size()), args.data(), lengths.data());
 }
 
-StatusOr<std::vector<Reply>> RedisConnection::Flush() {
+StatusOr<std::vector<Reply>> RedisConnection::Flush(std::chrono::milliseconds block) {
   const std::size_t count = pending_;
   pending_ = 0;
   if (count == 0) return std::vector<Reply>();
   if (broken()) return BrokenStatus();
+  if (block.count() > 0 && redisSetTimeout(ctx_, ToTimeval(block + timeout_)) != REDIS_OK) {
+    last_error_ = ctx_->errstr;
+    return BrokenStatus();
+  }
   std::vector<Reply> replies;
   replies.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
     StatusOr<Reply> reply = ReadReply();  // the first call writes the whole buffer
     if (!reply.ok()) return reply.status();
     replies.push_back(std::move(reply).value());
+  }
+  if (block.count() > 0 && redisSetTimeout(ctx_, ToTimeval(timeout_)) != REDIS_OK) {
+    last_error_ = ctx_->errstr;
+    return BrokenStatus();
   }
   return replies;
 }

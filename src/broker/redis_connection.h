@@ -82,8 +82,11 @@ class RedisConnection {
   // in order (one round trip), error replies included. Flush() with nothing pending returns an
   // empty vector. On an I/O failure Flush() returns kUnavailable and drops the rest; pending() is
   // 0 after every Flush().
+  // `block`: the pipeline ends with a command that blocks on the server for up to that long
+  // (XREADGROUP BLOCK); the replies are then awaited that much longer, as BlockingCommand does.
   void Append(const std::vector<std::string>& argv);
-  StatusOr<std::vector<Reply>> Flush();
+  StatusOr<std::vector<Reply>> Flush(
+      std::chrono::milliseconds block = std::chrono::milliseconds(0));
   size_t pending() const { return pending_; }
 
   // Drops the connection (and anything pending) and connects again with the same endpoint, as

@@ -1,7 +1,9 @@
 #pragma once
 // Converts between a Task and the wire form of the functions library (docs/protocol.md): the
-// per-task ARGV of baton_enqueue and the per-entry values that baton_dequeue returns.
+// per-task ARGV of baton_enqueue, the per-entry values that baton_dequeue returns, and a work
+// stream entry as XREADGROUP returns it (the fast read path).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,5 +35,28 @@ struct DeliveredTask {
 StatusOr<DeliveredTask> DecodeDequeuedEntry(std::string_view ns, std::string_view type,
                                             const Reply& entries, std::size_t index,
                                             std::string* stream_id_out, std::string* task_id_out);
+
+// The `task` field of a work stream entry, split at its first six '|':
+// "ID|MAX_RETRY|DELAY_SECONDS|CREATED_AT|EXECUTION_TIMEOUT|ATTEMPT|EXTRA" (EXTRA is last because it
+// may contain '|'). The parts are text as written, unchecked; nullopt when there are fewer than six
+// '|' (a foreign or malformed entry).
+struct EntryTask {
+  std::string id;
+  std::string max_retry;
+  std::string delay_seconds;
+  std::string created_at;
+  std::string execution_timeout;
+  std::string attempt;
+  std::string extra;
+};
+std::optional<EntryTask> ParseEntryTask(std::string_view task);
+
+// Decodes one work stream entry read with XREADGROUP: `fields` is its flat field/value array
+// (task, payload). On failure returns kInvalidArgument naming what is wrong, and still fills
+// `task_id_out` / `attempt_out` with the task field's id and ATTEMPT when it splits ("" when it
+// does not): what baton_v2_start takes for the entry.
+StatusOr<DeliveredTask> DecodeStreamEntry(std::string_view ns, std::string_view type,
+                                          std::string_view stream_id, const Reply& fields,
+                                          std::string* task_id_out, std::string* attempt_out);
 
 }  // namespace baton::internal

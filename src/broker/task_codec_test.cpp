@@ -139,5 +139,83 @@ TEST(TaskCodec, IntegerRepliesAreAccepted) {
   EXPECT_EQ(delivered->attempt, 5);
 }
 
+TEST(TaskCodec, EntryTaskSplitsAtTheFirstSixBars) {
+  auto t = ParseEntryTask("0190-a|3|0|1722489600||0|");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->id, "0190-a");
+  EXPECT_EQ(t->max_retry, "3");
+  EXPECT_EQ(t->delay_seconds, "0");
+  EXPECT_EQ(t->created_at, "1722489600");
+  EXPECT_EQ(t->execution_timeout, "");
+  EXPECT_EQ(t->attempt, "0");
+  EXPECT_EQ(t->extra, "");
+
+  // EXTRA is last because it may contain '|'.
+  auto extra = ParseEntryTask(R"(x|1|5|1|30|2|{"a":"b|c","d":"|"})");
+  ASSERT_TRUE(extra.has_value());
+  EXPECT_EQ(extra->execution_timeout, "30");
+  EXPECT_EQ(extra->attempt, "2");
+  EXPECT_EQ(extra->extra, R"({"a":"b|c","d":"|"})");
+
+  // Parts are text as written: checking them is the functions' business.
+  auto odd = ParseEntryTask("|many|||||");
+  ASSERT_TRUE(odd.has_value());
+  EXPECT_EQ(odd->id, "");
+  EXPECT_EQ(odd->max_retry, "many");
+
+  EXPECT_FALSE(ParseEntryTask("x|1|0|1||0").has_value());  // five '|'
+  EXPECT_FALSE(ParseEntryTask("").has_value());
+}
+
+// A work stream entry as XREADGROUP returns it: [SID, [field, value, ...]]'s field list.
+Reply Fields(const std::vector<std::string>& flat) { return Entries({flat}); }
+
+TEST(TaskCodec, DecodesAStreamEntry) {
+  Reply fields = Fields({"task", R"(t-1|3|60|1722489600|30|2|{"priority":2,"x":"a|b"})", "payload",
+                         R"({"n": 1.10})"});
+  std::string id, attempt;
+  auto delivered = DecodeStreamEntry("shop", "mail", "1-0", fields, &id, &attempt);
+  ASSERT_TRUE(delivered.ok()) << delivered.status().ToString();
+  EXPECT_EQ(id, "t-1");
+  EXPECT_EQ(attempt, "2");
+  EXPECT_EQ(delivered->stream_id, "1-0");
+  EXPECT_EQ(delivered->attempt, 3);
+  EXPECT_EQ(delivered->task.task_id, "t-1");
+  EXPECT_EQ(delivered->task.payload_json, R"({"n": 1.10})");
+  EXPECT_EQ(delivered->task.max_retry, 3);
+  EXPECT_EQ(delivered->task.delay_seconds, 60);
+  EXPECT_EQ(delivered->task.execution_timeout, 30);
+  EXPECT_EQ(delivered->task.extra["x"], "a|b");
+}
+
+TEST(TaskCodec, MalformedStreamEntriesNameWhatIsWrong) {
+  std::string id = "stale", attempt = "stale";
+  auto no_task = DecodeStreamEntry("shop", "mail", "1-0", Fields({"payload", "{}"}), &id, &attempt);
+  ASSERT_FALSE(no_task.ok());
+  EXPECT_EQ(no_task.status().message(), "task: missing field");
+  EXPECT_EQ(id, "");
+  EXPECT_EQ(attempt, "");
+
+  auto short_task = DecodeStreamEntry("shop", "mail", "1-0",
+                                      Fields({"task", "t|1|0", "payload", "{}"}), &id, &attempt);
+  ASSERT_FALSE(short_task.ok());
+  EXPECT_NE(short_task.status().message().find("task: must be ID|MAX_RETRY"), std::string::npos);
+
+  // The task field splits: the id and attempt are given even though the payload is missing.
+  auto no_payload = DecodeStreamEntry("shop", "mail", "1-0",
+                                      Fields({"task", "t-2|1|0|1722489600||0|"}), &id, &attempt);
+  ASSERT_FALSE(no_payload.ok());
+  EXPECT_EQ(no_payload.status().message(), "payload: missing field");
+  EXPECT_EQ(id, "t-2");
+  EXPECT_EQ(attempt, "0");
+
+  auto not_object = DecodeStreamEntry("shop", "mail", "1-0",
+                                      Fields({"task", "t-3|1|0|1722489600||0|", "payload", "[1]"}),
+                                      &id, &attempt);
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_NE(not_object.status().message().find("payload"), std::string::npos);
+  EXPECT_EQ(id, "t-3");
+}
+
 }  // namespace
 }  // namespace baton::internal

@@ -170,7 +170,10 @@ StatusOr<Task> Client::BuildTask(const TaskRequest& request) {
   task.created_at = NowUnixSeconds();
   task.execution_timeout = request.options.execution_timeout;
   task.extra = request.options.extra;
-  if (Status s = task.Validate(); !s.ok()) return s;
+  // A payload dumped from a JSON object here is one by construction: only its size is checked.
+  const auto payload_check = request.payload_json ? internal::task_rules::PayloadCheck::kFull
+                                                  : internal::task_rules::PayloadCheck::kSizeOnly;
+  if (Status s = internal::task_rules::CheckTask(task, payload_check); !s.ok()) return s;
   return task;
 }
 

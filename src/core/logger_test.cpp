@@ -18,13 +18,13 @@ std::string Captured(const std::shared_ptr<Logger>& logger, LogLevel level,
 
 TEST(LoggerTest, StderrLoggerWritesOneLogfmtLinePerEventAndQuotesWhatNeedsIt) {
   auto logger = NewStderrLogger();
-  EXPECT_EQ(Captured(logger, LogLevel::kWarn, "worker dequeue failed, retrying",
+  EXPECT_EQ(Captured(logger, LogLevel::kWarn, "worker calls failed, retrying",
                      {{"ns", "shop"},
                       {"error", "unavailable: Function not found"},
                       {"quote", "say \"hi\"\nnext"},
                       {"empty", ""},
                       NumberField("retry_in_ms", 200)}),
-            "baton: warn worker dequeue failed, retrying ns=shop error=\"unavailable: Function "
+            "baton: warn worker calls failed, retrying ns=shop error=\"unavailable: Function "
             "not found\" quote=\"say \\\"hi\\\"\\nnext\" empty=\"\" retry_in_ms=200\n");
 }
 

@@ -26,7 +26,11 @@ std::string Dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-Status ValidateTask(const Task& task, PayloadCheck payload_check) {
+}  // namespace
+
+namespace internal::task_rules {
+
+Status CheckTask(const Task& task, PayloadCheck payload_check) {
   if (Status s = rules::CheckTaskId(task.task_id); !s.ok()) return s;
   if (Status s = rules::CheckName("namespace", task.ns); !s.ok()) return s;
   if (Status s = rules::CheckName("task_type", task.task_type); !s.ok()) return s;
@@ -46,6 +50,10 @@ Status ValidateTask(const Task& task, PayloadCheck payload_check) {
   }
   return rules::CheckExtra(task.extra);
 }
+
+}  // namespace internal::task_rules
+
+namespace {
 
 const json* Member(const json& document, std::string_view key) {
   auto it = document.find(key);
@@ -138,7 +146,7 @@ StatusOr<Task> TaskFromParsed(const json& document, std::optional<std::string_vi
 
 }  // namespace
 
-Status Task::Validate() const { return ValidateTask(*this, PayloadCheck::kFull); }
+Status Task::Validate() const { return rules::CheckTask(*this, PayloadCheck::kFull); }
 
 std::string Task::ToJson() const {
   std::string out;

@@ -64,6 +64,10 @@ enum class PayloadCheck {
 // The payload rules on its serialized text: a JSON object of at most kMaxPayloadBytes bytes.
 Status CheckPayloadText(std::string_view text, PayloadCheck check = PayloadCheck::kFull);
 
+// Every rule of a task (Task::Validate is CheckTask(task, kFull)); kSizeOnly for a payload text
+// the caller serialized from a JSON object itself.
+Status CheckTask(const Task& task, PayloadCheck payload_check);
+
 // The rules on the extra top-level fields: an object, none of them a contract field, and the
 // shapes of "trace" and "headers" when present.
 Status CheckExtra(const nlohmann::json& extra);

@@ -111,26 +111,6 @@ std::optional<TaskBody> ParseStoredBody(std::string_view json) {
   return body;
 }
 
-std::optional<EntryTask> ParseEntryTask(std::string_view task) {
-  std::string_view parts[6];
-  std::size_t start = 0;
-  for (auto& part : parts) {
-    std::size_t bar = task.find('|', start);
-    if (bar == std::string_view::npos) return std::nullopt;
-    part = task.substr(start, bar - start);
-    start = bar + 1;
-  }
-  EntryTask out;
-  out.id = std::string(parts[0]);
-  out.max_retry = std::string(parts[1]);
-  out.delay_seconds = std::string(parts[2]);
-  out.created_at = std::string(parts[3]);
-  out.execution_timeout = std::string(parts[4]);
-  out.attempt = std::string(parts[5]);
-  out.extra = std::string(task.substr(start));
-  return out;
-}
-
 TaskBody BodyFromEntry(const Reply& fields) {
   auto map = FieldMap(fields);
   TaskBody body;

@@ -10,6 +10,7 @@
 
 #include "baton/inspector.h"
 #include "broker/redis_connection.h"
+#include "broker/task_codec.h"
 
 namespace baton::internal {
 
@@ -34,20 +35,6 @@ std::optional<EndedRecord> ParseEndedRecord(std::string_view text);
 // A bodies value (a JSON object of strings); nullopt when it is not one.
 std::optional<TaskBody> ParseStoredBody(std::string_view json);
 
-// The `task` field of a work stream entry, split at its first six '|':
-// "ID|MAX_RETRY|DELAY_SECONDS|CREATED_AT|EXECUTION_TIMEOUT|ATTEMPT|EXTRA" (EXTRA is last because it
-// may contain '|'). The parts are text as written, unchecked; nullopt when there are fewer than six
-// '|' (a foreign or malformed entry).
-struct EntryTask {
-  std::string id;
-  std::string max_retry;
-  std::string delay_seconds;
-  std::string created_at;
-  std::string execution_timeout;
-  std::string attempt;
-  std::string extra;
-};
-std::optional<EntryTask> ParseEntryTask(std::string_view task);
 // The body of a stream entry (flat field/value reply with the fields `task` and `payload`). A
 // foreign or malformed entry gives what it has: the payload field, and empty fields where its
 // `task` field is missing or does not split.

@@ -25,34 +25,6 @@ Reply Fields(std::initializer_list<std::string> values) {
   return r;
 }
 
-TEST(TaskRecordTest, EntryTaskSplitsAtTheFirstSixBars) {
-  auto t = ParseEntryTask("0190-a|3|0|1722489600||0|");
-  ASSERT_TRUE(t.has_value());
-  EXPECT_EQ(t->id, "0190-a");
-  EXPECT_EQ(t->max_retry, "3");
-  EXPECT_EQ(t->delay_seconds, "0");
-  EXPECT_EQ(t->created_at, "1722489600");
-  EXPECT_EQ(t->execution_timeout, "");
-  EXPECT_EQ(t->attempt, "0");
-  EXPECT_EQ(t->extra, "");
-
-  // EXTRA is last because it may contain '|'.
-  auto extra = ParseEntryTask(R"(x|1|5|1|30|2|{"a":"b|c","d":"|"})");
-  ASSERT_TRUE(extra.has_value());
-  EXPECT_EQ(extra->execution_timeout, "30");
-  EXPECT_EQ(extra->attempt, "2");
-  EXPECT_EQ(extra->extra, R"({"a":"b|c","d":"|"})");
-
-  // Parts are text as written: checking them is the functions' business.
-  auto odd = ParseEntryTask("|many|||||");
-  ASSERT_TRUE(odd.has_value());
-  EXPECT_EQ(odd->id, "");
-  EXPECT_EQ(odd->max_retry, "many");
-
-  EXPECT_FALSE(ParseEntryTask("x|1|0|1||0").has_value());  // five '|'
-  EXPECT_FALSE(ParseEntryTask("").has_value());
-}
-
 TEST(TaskRecordTest, BodyFromATwoFieldEntry) {
   Reply entry =
       Fields({"task", R"(t-1|5|0|1722489600|30|1|{"trace":1})", "payload", R"({"n": 1.50})"});

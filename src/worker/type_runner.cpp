@@ -10,11 +10,11 @@ namespace baton::internal {
 namespace {
 
 constexpr std::size_t kAcksPerCall = 256;
-// While tasks are in flight, XREAD blocks at most this long so that their acks are sent promptly:
-// the fetcher is the only thread that talks to Redis for this type, and it cannot flush while it
-// sits in XREAD. An idle fetcher (nothing in flight) blocks for the full WorkerOptions::block.
+// While tasks are in flight, the read blocks at most this long so that their acks are sent
+// promptly: the fetcher is the only thread that talks to Redis for this type, and it cannot flush
+// while its read blocks. An idle fetcher (nothing in flight) blocks for the full
+// WorkerOptions::block.
 constexpr std::chrono::milliseconds kBusyBlock{100};
-constexpr std::size_t kEntryValues = 9;  // per task in baton_v2_dequeue's entries
 
 // What a function's reply that is not the expected array says: an error reply with its code and
 // hint (e.g. "run 'baton init'" for a missing functions library).
@@ -194,8 +194,8 @@ void TypeRunner::HandlerLoop(int index) {
       entry = std::move(ready_.front());
       ready_.pop_front();
       slot.busy = true;
-      slot.sid = entry.entries->elements[entry.index * kEntryValues].AsString();
-      slot.id = entry.entries->elements[entry.index * kEntryValues + 1].AsString();
+      slot.sid = entry.sid;
+      slot.id = entry.id;
       slot.deadline = std::chrono::steady_clock::time_point::max();
       slot.heartbeating = true;
       slot.timed_out = false;
@@ -217,19 +217,15 @@ void TypeRunner::HandlerLoop(int index) {
 }
 
 TypeRunner::Completion TypeRunner::RunEntry(Slot& slot, PendingEntry& entry) {
-  std::string sid;
-  std::string id;
   StatusOr<DeliveredTask> decoded =
-      DecodeDequeuedEntry(settings_.ns, settings_.type, *entry.entries, entry.index, &sid, &id);
+      DecodeStreamEntry(settings_.ns, settings_.type, entry.sid,
+                        entry.entries->elements[entry.index].elements[1], nullptr, nullptr);
   entry.entries.reset();  // the last handler to decode frees the batch
   if (!decoded.ok()) {
     // Not a valid task (e.g. the payload is not a JSON object): dead-letter it as malformed,
     // never crash and never drop it.
     counters_->malformed.fetch_add(1);
-    if (sid.empty()) {
-      LogProblem("undecodable entry without a stream id", decoded.status().ToString());
-    }
-    return Completion{std::move(id), std::move(sid), FailureKind::kMalformed,
+    return Completion{std::move(entry.id), std::move(entry.sid), FailureKind::kMalformed,
                       decoded.status().message(), ""};
   }
   DeliveredTask& delivered = *decoded;
@@ -286,7 +282,6 @@ bool TypeRunner::EnsureConnected() {
 
 void TypeRunner::FetchLoop() {
   std::vector<Completion> batch;
-  std::string last_id;
   while (true) {
     if (!EnsureConnected()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -295,22 +290,41 @@ void TypeRunner::FetchLoop() {
       continue;
     }
     int count = 0;
+    bool idle = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       fetch_cv_.wait(lock, [this] {
-        return !completions_.empty() || abandon_ ||
+        return !completions_.empty() || !unstarted_.empty() || abandon_ ||
                (stopping_ ? in_flight_ == 0 : in_flight_ < settings_.concurrency);
       });
-      if (completions_.empty() && stopping_) break;  // drained, or abandoned
+      if (completions_.empty() && unstarted_.empty() && stopping_) break;  // drained, or abandoned
       batch.swap(completions_);
-      if (!stopping_) count = std::min(settings_.concurrency - in_flight_, settings_.fetch_batch);
+      if (!stopping_ && !start_failing_) {
+        count = std::min(settings_.concurrency - in_flight_, settings_.fetch_batch);
+      }
+      idle = in_flight_ == 0;
+    }
+    // baton_v2_start goes first: before any ack or fail of what it reports.
+    const bool starting = !unstarted_.empty();
+    if (starting) {
+      conn_->Append(fn::Start(settings_.ns, settings_.type, settings_.group, settings_.consumer,
+                              settings_.lease_ms, unstarted_));
     }
     AppendCompletions(batch);
+    // The read blocks only when nothing else was sent: the replies of a start, ack or fail are
+    // wanted now (counters, retries, refused entries), not when the block ends.
+    std::chrono::milliseconds block{0};
     if (count > 0) {
-      conn_->Append(fn::Dequeue(settings_.ns, settings_.type, settings_.group, settings_.consumer,
-                                static_cast<std::size_t>(count), settings_.lease_ms));
+      if (!starting && batch.empty()) {
+        block = std::max(idle ? settings_.block : std::min(settings_.block, kBusyBlock),
+                         std::chrono::milliseconds(1));
+      }
+      conn_->Append(fn::ReadGroup(settings_.ns, settings_.type, settings_.group, settings_.consumer,
+                                  static_cast<std::size_t>(count), block.count()));
+      in_xread_ = block.count() > 0;
     }
-    StatusOr<std::vector<Reply>> replies = conn_->Flush();
+    StatusOr<std::vector<Reply>> replies = conn_->Flush(block);
+    in_xread_ = false;
     if (!replies.ok()) {
       redis_outage_.Failed(Scoped(), replies.status(), backoff_.Peek());
       // Sent again after the reconnect: an ack or fail that did run returns gone / stale.
@@ -321,23 +335,57 @@ void TypeRunner::FetchLoop() {
       continue;
     }
     redis_outage_.Succeeded(Scoped());
-    HandleCompletionReplies(batch, *replies);
-    batch.clear();
-    if (count == 0 || replies->empty()) {
-      backoff_.Reset();
-      continue;
+    std::span<const Reply> rest(*replies);
+    Status refused = Status::Ok();
+    if (starting) {
+      const Reply& started = rest.front();
+      rest = rest.subspan(1);
+      if (started.is_error() || !started.is_array()) {
+        // Sent again (after a backoff) before anything more is read. The entries already handed
+        // out run meanwhile; their acks wait with them when Redis refuses those too.
+        refused = ReplyError(started);
+        start_failing_ = true;
+      } else {
+        start_failing_ = false;
+        DropRefused(started);
+        unstarted_.clear();
+      }
     }
-    Reply& dequeued = replies->back();
-    if (dequeued.is_error() || !dequeued.is_array() || dequeued.elements.size() < 2) {
-      // E.g. the functions library was unloaded: wait (with a growing backoff), do not spin.
-      dequeue_outage_.Failed(Scoped(), ReplyError(dequeued), backoff_.Peek());
+    const std::size_t again = HandleCompletionReplies(batch, rest, &refused);
+    if (!refused.ok()) {
+      calls_outage_.Failed(Scoped(), refused, backoff_.Peek());
+    } else if (starting || !batch.empty()) {
+      calls_outage_.Succeeded(Scoped());
+    }
+    batch.clear();
+    if (start_failing_ || again > 0) {
       WaitBackoff();
       continue;
     }
-    dequeue_outage_.Succeeded(Scoped());
+    if (count == 0) {
+      backoff_.Reset();
+      continue;
+    }
+    Reply& read = replies->back();
+    if (read.is_error() && read.str.starts_with("NOGROUP")) {
+      // The group is made at id 0, so that it sees the whole backlog (as baton_v2_dequeue does).
+      StatusOr<Reply> created =
+          conn_->Command(fn::CreateGroup(settings_.ns, settings_.type, settings_.group));
+      if (created.ok() && created->is_error() && !created->str.starts_with("BUSYGROUP")) {
+        read_outage_.Failed(Scoped(), ReplyError(*created), backoff_.Peek());
+        WaitBackoff();
+      }
+      continue;
+    }
+    if (read.is_error()) {
+      // E.g. WRONGTYPE, OOM: wait (with a growing backoff), do not spin.
+      read_outage_.Failed(Scoped(), ReplyError(read), backoff_.Peek());
+      WaitBackoff();
+      continue;
+    }
+    read_outage_.Succeeded(Scoped());
     backoff_.Reset();
-    std::size_t delivered = HandleDequeueReply(dequeued, &last_id);
-    if (delivered == 0 && !last_id.empty()) BlockForNewEntries(last_id);
+    HandleRead(read);
   }
   fetcher_exited_ = true;
 }
@@ -376,15 +424,32 @@ void TypeRunner::AppendCompletions(const std::vector<Completion>& batch) {
   }
 }
 
-void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
-                                         const std::vector<Reply>& replies) {
-  std::size_t acks = 0;
-  for (const Completion& c : batch) acks += c.failure == FailureKind::kNone ? 1 : 0;
+std::size_t TypeRunner::HandleCompletionReplies(std::vector<Completion>& batch,
+                                                std::span<const Reply> replies, Status* refused) {
+  // A BATON_* error is the call's own fault and would fail again (logged each time); any other
+  // refusal may pass (the caller logs the outage once).
+  auto may_pass = [&](const Reply& reply) {
+    if (reply.str.starts_with("BATON_")) return false;
+    if (refused->ok()) *refused = ReplyError(reply);
+    return true;
+  };
+  std::vector<Completion> again;
+  std::vector<std::size_t> acked;  // indexes in batch of the successes, in call order
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].failure == FailureKind::kNone) acked.push_back(i);
+  }
   std::size_t r = 0;
-  for (std::size_t done = 0; done < acks && r < replies.size(); done += kAcksPerCall, ++r) {
+  for (std::size_t first = 0; first < acked.size() && r < replies.size();
+       first += kAcksPerCall, ++r) {
     const Reply& reply = replies[r];
     if (reply.is_error()) {
-      LogProblem("ack (baton_v2_ack) failed", ReplyError(reply).ToString());
+      if (may_pass(reply)) {
+        for (std::size_t j = first; j < std::min(first + kAcksPerCall, acked.size()); ++j) {
+          again.push_back(std::move(batch[acked[j]]));
+        }
+      } else {
+        LogProblem("ack (baton_v2_ack) failed", ReplyError(reply).ToString());
+      }
       continue;
     }
     for (const Reply& status : reply.elements) {
@@ -392,13 +457,17 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
       if (s == "done" || s == "stale_done") counters_->succeeded.fetch_add(1);
     }
   }
-  for (const Completion& c : batch) {
+  for (Completion& c : batch) {
     if (c.failure == FailureKind::kNone) continue;
     if (r >= replies.size()) break;
     const Reply& reply = replies[r++];
     if (reply.is_error()) {
-      LogProblem("failure not recorded (baton_v2_fail)",
-                 c.id + ": " + ReplyError(reply).ToString());
+      if (may_pass(reply)) {
+        again.push_back(std::move(c));
+      } else {
+        LogProblem("failure not recorded (baton_v2_fail)",
+                   c.id + ": " + ReplyError(reply).ToString());
+      }
       continue;
     }
     // {'retry', due_ms, attempt}, {'dead', at_ms, attempt} or {'stale', '', 0}.
@@ -409,40 +478,75 @@ void TypeRunner::HandleCompletionReplies(const std::vector<Completion>& batch,
       settings_.on_retry(reply.elements[1].AsInteger());
     }
   }
+  if (again.empty()) return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  completions_.insert(completions_.begin(), std::make_move_iterator(again.begin()),
+                      std::make_move_iterator(again.end()));
+  return again.size();
 }
 
-std::size_t TypeRunner::HandleDequeueReply(Reply& reply, std::string* last_id) {
-  *last_id = reply.elements[1].AsString();
-  const std::size_t n = reply.elements[0].elements.size() / kEntryValues;
-  if (n == 0) return 0;
-  // The handler threads decode their own entries, off the fetcher's round-trip loop.
-  auto entries = std::make_shared<const Reply>(std::move(reply.elements[0]));
+void TypeRunner::HandleRead(Reply& reply) {
+  // Nil when the block timed out; else [[stream, [[SID, [field, value, ...]], ...]]].
+  if (!reply.is_array() || reply.elements.empty() || !reply.elements[0].is_array() ||
+      reply.elements[0].elements.size() < 2) {
+    return;
+  }
+  auto entries = std::make_shared<const Reply>(std::move(reply.elements[0].elements[1]));
+  std::vector<PendingEntry> runnable;
+  runnable.reserve(entries->elements.size());
+  for (std::size_t i = 0; i < entries->elements.size(); ++i) {
+    const Reply& entry = entries->elements[i];
+    if (!entry.is_array() || entry.elements.size() < 2) continue;
+    fn::ReadEntry read{entry.elements[0].str, "", ""};
+    const Reply& fields = entry.elements[1];
+    for (std::size_t f = 0; f + 1 < fields.elements.size(); f += 2) {
+      if (fields.elements[f].str != "task") continue;
+      if (std::optional<EntryTask> task = ParseEntryTask(fields.elements[f + 1].str)) {
+        read.id = std::move(task->id);
+        read.attempt = std::move(task->attempt);
+      }
+      break;
+    }
+    if (read.id.empty()) {
+      counters_->malformed.fetch_add(1);  // not run: baton_v2_start dead-letters it
+    } else {
+      runnable.push_back(PendingEntry{entries, i, read.sid, read.id});
+    }
+    unstarted_.push_back(std::move(read));
+  }
+  if (runnable.empty()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (std::size_t i = 0; i < n; ++i) ready_.push_back(PendingEntry{entries, i});
-    in_flight_ += static_cast<int>(n);
+    for (PendingEntry& e : runnable) ready_.push_back(std::move(e));
+    in_flight_ += static_cast<int>(runnable.size());
   }
-  if (n == 1) {
-    pool_cv_.notify_one();
-  } else {
-    pool_cv_.notify_all();
-  }
-  return n;
+  // One wake-up per entry: waking every idle thread for a few entries costs each of them a trip
+  // through the mutex for nothing.
+  for (std::size_t i = 0; i < runnable.size(); ++i) pool_cv_.notify_one();
 }
 
-void TypeRunner::BlockForNewEntries(const std::string& last_id) {
-  std::chrono::milliseconds block = std::max(settings_.block, std::chrono::milliseconds(1));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!completions_.empty() || stopping_) return;
-    if (in_flight_ > 0) block = std::min(block, kBusyBlock);
+void TypeRunner::DropRefused(const Reply& refused) {
+  if (refused.elements.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Reply& r : refused.elements) {
+    const std::string& sid = r.str;
+    auto queued = std::find_if(ready_.begin(), ready_.end(),
+                               [&](const PendingEntry& e) { return e.sid == sid; });
+    if (queued != ready_.end()) {
+      ready_.erase(queued);
+      --in_flight_;
+      continue;
+    }
+    for (int i = 0; i < settings_.concurrency; ++i) {
+      Slot& s = slots_[i];
+      if (s.busy && s.sid == sid) {
+        s.abandoned = true;
+        s.heartbeating = false;
+        s.cancel.store(true);
+      }
+    }
+    std::erase_if(completions_, [&](const Completion& c) { return c.sid == sid; });
   }
-  in_xread_ = true;
-  StatusOr<Reply> reply = conn_->BlockingCommand(
-      {"XREAD", "BLOCK", std::to_string(block.count()), "STREAMS", stream_key_, last_id},
-      block + std::chrono::milliseconds(5000));
-  in_xread_ = false;
-  if (!reply.ok()) redis_outage_.Failed(Scoped(), reply.status(), backoff_.Peek());
 }
 
 }  // namespace baton::internal

@@ -1,11 +1,12 @@
 #pragma once
 // Everything a Worker runs for one (namespace, task type): a fetcher thread with its own Redis
-// connection and a fixed pool of handler threads. The fetcher asks baton_v2_dequeue for at most as
-// many tasks as there are idle handler threads (a fetched task is leased to this consumer for
-// lease_ms, so it never fetches ahead), and sends the finished tasks' baton_v2_ack / baton_v2_fail
-// calls in the same pipeline as its next dequeue: one round trip carries both. With nothing to
-// fetch it sleeps in XREAD BLOCK. Types never share threads, so one type's backlog or slowness
-// cannot delay another. Every call is built by broker/functions.h.
+// connection and a fixed pool of handler threads. The fetcher reads its stream itself (the fast
+// read path of docs/protocol.md: XREADGROUP ... BLOCK, at most as many entries as there are idle
+// handler threads, since a read entry is leased to this consumer), hands what it read to the
+// handler threads at once, and reports it with baton_v2_start at the head of its next pipeline;
+// the finished tasks' baton_v2_ack / baton_v2_fail calls and its next read follow in that same
+// pipeline: one round trip carries them all. Types never share threads, so one type's backlog or
+// slowness cannot delay another. Every call is built by broker/functions.h.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -118,10 +120,12 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
     bool abandoned = false;  // cancelled by Abandon(): its outcome is not sent, the lease decides
     std::atomic<bool> cancel{false};
   };
-  // One delivered entry (index `index` of a baton_v2_dequeue entries array) waiting for a handler.
+  // One entry read (index `index` of an XREADGROUP entries array) waiting for a handler.
   struct PendingEntry {
     std::shared_ptr<const Reply> entries;
     std::size_t index = 0;
+    std::string sid;
+    std::string id;
   };
   // A finished attempt waiting for its baton_v2_ack (failure == kNone) or baton_v2_fail.
   struct Completion {
@@ -139,28 +143,41 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   bool EnsureConnected();
   void WaitBackoff();
   void AppendCompletions(const std::vector<Completion>& batch);
-  void HandleCompletionReplies(const std::vector<Completion>& batch,
-                               const std::vector<Reply>& replies);
-  // Queues the entries of a well-formed baton_v2_dequeue reply (moved from) for the handler
-  // threads; returns how many came back and sets `last_id` (the reply's second value).
-  std::size_t HandleDequeueReply(Reply& reply, std::string* last_id);
+  // Counts the outcomes; the completions whose call Redis refused for a reason that may pass
+  // (not a BATON_* error: e.g. the library is being reloaded, OOM, READONLY) are queued again,
+  // and `refused` says why (left alone when none was). Returns how many were.
+  std::size_t HandleCompletionReplies(std::vector<Completion>& batch,
+                                      std::span<const Reply> replies, Status* refused);
+  // Queues the entries of an XREADGROUP reply (moved from) for the handler threads and notes them
+  // all for baton_v2_start. An entry whose task field does not split is not run: baton_v2_start
+  // dead-letters it.
+  void HandleRead(Reply& reply);
+  // baton_v2_start's answer: the SIDs that must not run are taken out of the queue, cancelled
+  // (their outcome is not sent: the functions already dealt with them) or forgotten.
+  void DropRefused(const Reply& refused);
   // Handler thread: decodes one entry and runs its attempt (an undecodable entry is a malformed
-  // failure). The Completion has no SID when the entry had none (nothing can be sent for it).
+  // failure).
   Completion RunEntry(Slot& slot, PendingEntry& entry);
-  void BlockForNewEntries(const std::string& last_id);
 
   const RunnerSettings settings_;
   std::shared_ptr<WorkerCounters> counters_;
   std::string stream_key_;
   std::vector<fn::HeldTask> acks_;  // reused to build ack calls
+  // Fetcher thread only: entries read but not yet reported with baton_v2_start (kept across a
+  // lost connection: they stay pending in the group).
+  std::vector<fn::ReadEntry> unstarted_;
 
   // Fetcher-thread state.
   std::unique_ptr<RedisConnection> conn_;
   Backoff backoff_;
-  // Fetcher thread only: a lost Redis connection, and a dequeue Redis refuses (e.g. the functions
-  // library is gone), are each logged when they start and when they end, not once per retry.
+  // Fetcher thread only: a lost Redis connection, a read Redis refuses, and a baton_v2_start it
+  // refuses (e.g. the functions library is gone) are each logged when they start and when they
+  // end, not once per retry.
   OutageLog redis_outage_{"worker redis connection"};
-  OutageLog dequeue_outage_{"worker dequeue"};
+  OutageLog read_outage_{"worker read"};
+  OutageLog calls_outage_{"worker calls"};  // baton_v2_start, _ack, _fail
+  // While baton_v2_start fails, nothing more is read: what was read is reported first.
+  bool start_failing_ = false;
   // settings_.log with the ns and type fields added (built once: used on every flush).
   LogFn scoped_log_;
   const LogFn& Scoped() const { return scoped_log_; }

@@ -14,6 +14,7 @@
 
 #include "baton/logger.h"
 #include "broker/functions.h"
+#include "harness/work_entry.h"
 #include "worker/worker_test_util.h"
 
 namespace baton::testing {
@@ -258,20 +259,42 @@ TEST_F(WorkerTest, LogsAnOutageOnceWhenItStartsAndOnceWhenItEndsThroughTheApplic
   o.maintenance = false;
   o.logger = logger;
   Worker worker(o);
-  ASSERT_TRUE(worker.Register(kNs, "t", [](TaskContext&) { return Status::Ok(); }).ok());
+  std::atomic<int> runs{0};
+  ASSERT_TRUE(worker
+                  .Register(kNs, "t",
+                            [&](TaskContext&) {
+                              ++runs;
+                              return Status::Ok();
+                            })
+                  .ok());
   ::testing::internal::CaptureStderr();
   ASSERT_TRUE(worker.Start().ok());
-  redis_.Command({"FUNCTION", "FLUSH"});  // every dequeue now fails, retried with a backoff
+  // Every call of the functions now fails. A task written as baton_v2_enqueue writes one (its
+  // entry and its record) is still read (a plain XREADGROUP) and run, but its baton_v2_start and
+  // its ack are refused and sent again with a backoff, and nothing more is read meanwhile.
+  redis_.Command({"FUNCTION", "FLUSH"});
+  const std::string before = "0190f0a0-0000-7000-8000-000000000001";
+  auto added =
+      redis_.Command({"XADD", keys().Stream("t"), "*", "task",
+                      WorkEntryTask(before, "3", "0", "1722489600", "", "0", ""), "payload", "{}"});
+  ASSERT_EQ(added->type, REDIS_REPLY_STRING);
+  redis_.Command(
+      {"HSET", keys().Tasks(), before, "queued|t|0|" + std::string(added->str, added->len)});
+  ASSERT_TRUE(WaitUntil([&] { return runs == 1; }));
   std::this_thread::sleep_for(1500ms);
+  EXPECT_FALSE(IsDone(before));
   redis_.LoadFunctions();
+  ASSERT_TRUE(WaitUntil([&] { return IsDone(before); }));  // the ack waited: nothing was lost
   std::string after = Enqueue("t", {});
   ASSERT_TRUE(WaitUntil([&] { return IsDone(after); }));
   worker.Stop();
+  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(worker.stats().succeeded, 2u);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(err, "") << "the library wrote to stderr by itself";
-  EXPECT_EQ(logger->Count("warn worker dequeue failed, retrying"), 1)
+  EXPECT_EQ(logger->Count("warn worker calls failed, retrying"), 1)
       << ::testing::PrintToString(logger->Lines());
-  EXPECT_EQ(logger->Count("info worker dequeue recovered"), 1)
+  EXPECT_EQ(logger->Count("info worker calls recovered"), 1)
       << ::testing::PrintToString(logger->Lines());
   EXPECT_EQ(logger->Count("ns=wt type=t"), 2) << ::testing::PrintToString(logger->Lines());
   EXPECT_EQ(logger->Count("Function not found"), 1) << ::testing::PrintToString(logger->Lines());

@@ -172,8 +172,8 @@ TEST_F(WorkerTest, MalformedEntriesGoToTheDeadLetterQueue) {
                   .ok());
   // Written before the worker starts: it must not see an entry before its record exists.
   const std::string stream = keys().Stream("m");
-  // 1. A missing field (no payload), and no task record: baton_v2_dequeue buries it under the
-  // id of its task field.
+  // 1. A missing field (no payload), and no task record: baton_v2_start buries it under the id
+  // of its task field.
   auto r1 = redis_.Command(
       {"XADD", stream, "*", "task", WorkEntryTask("raw-1", "3", "0", "1722489600", "", "0", "")});
   ASSERT_EQ(r1->type, REDIS_REPLY_STRING);
@@ -220,7 +220,7 @@ TEST_F(WorkerTest, MalformedEntriesGoToTheDeadLetterQueue) {
       << Errors("bad-json").dump();
   EXPECT_EQ(ran, 1);
   ASSERT_TRUE(WaitUntil([&] { return worker.stats().dead == 2; }));
-  EXPECT_EQ(worker.stats().malformed, 2u);  // the two the worker itself saw
+  EXPECT_EQ(worker.stats().malformed, 4u);  // all four: the worker reads the stream itself
   EXPECT_EQ(Pending("m"), 0);
   worker.Stop();
 }

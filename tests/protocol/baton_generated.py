@@ -27,6 +27,7 @@ FUNCTIONS = {
     "baton_v2_configure": (['config'], [], ['setting', 'value']),
     "baton_v2_enqueue": (['stream', 'scheduled', 'tasks', 'bodies', 'events', 'types', 'done', 'ended', 'config'], ['n'], ['id', 'payload', 'max_retry', 'delay_seconds', 'created_at', 'execution_timeout', 'extra', 'run_at_ms', 'unique_key', 'unique_ttl_s']),
     "baton_v2_dequeue": (['stream', 'leases', 'tasks', 'bodies', 'errors', 'dead', 'events', 'done', 'ended', 'config'], ['group', 'consumer', 'count', 'lease_ms'], []),
+    "baton_v2_start": (['stream', 'leases', 'tasks', 'bodies', 'errors', 'dead', 'events', 'done', 'ended', 'config'], ['group', 'consumer', 'lease_ms', 'n'], ['sid', 'id', 'attempt']),
     "baton_v2_ack": (['stream', 'scheduled', 'dead', 'tasks', 'bodies', 'errors', 'events', 'done', 'ended', 'config'], ['group', 'consumer', 'n'], ['id', 'sid']),
     "baton_v2_fail": (['stream', 'scheduled', 'dead', 'tasks', 'bodies', 'errors', 'events', 'done', 'ended', 'config'], ['group', 'consumer', 'id', 'sid', 'kind', 'error', 'stack', 'base_ms', 'max_ms', 'jitter'], []),
     "baton_v2_reclaim": (['stream', 'scheduled', 'leases', 'dead', 'tasks', 'bodies', 'errors', 'events', 'done', 'ended', 'config'], ['count', 'base_ms', 'max_ms', 'jitter_seed', 'reaper'], []),

@@ -147,6 +147,11 @@ def _s(v):
     return v
 
 
+def _raw(v):
+    """The bytes of a text _s() decoded (bytes it could not decode come back as they were)."""
+    return v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v
+
+
 def _b(v):
     if isinstance(v, bytes):
         return v
@@ -292,6 +297,31 @@ def task_document(ns, task_type, entry):
     return b"".join(parts)
 
 
+def parse_stream_entry(sid, fv):
+    """(id, attempt, Entry or None) of one work-stream entry read natively (fv: its flat field /
+    value list). The task field is ID|MAX_RETRY|DELAY|CREATED|TIMEOUT|ATTEMPT|EXTRA (EXTRA last: it
+    may hold '|'). id and attempt are the task field's ID and ATTEMPT parts whenever it splits
+    (what baton_v2_start takes), '' when it is missing or does not split; the Entry is None when
+    the entry does not split, has no payload or a number is not one."""
+    if isinstance(fv, dict):  # redis-py's XREADGROUP reply parser
+        fields = {_s(k): v for k, v in fv.items()}
+    else:
+        fields = {_s(fv[i]): fv[i + 1] for i in range(0, len(fv) - 1, 2)}
+    task, payload = fields.get("task"), fields.get("payload")
+    parts = _s(task).split("|", 6) if task is not None else []
+    if len(parts) != 7:
+        return "", "", None
+    task_id, max_retry, delay, created, timeout, attempt, extra = parts
+    numbers = [max_retry, delay, created, attempt] + ([timeout] if timeout else [])
+    if payload is None or not all(n.isdigit() and n.isascii() for n in numbers):
+        return task_id, attempt, None
+    return task_id, attempt, Entry(
+        sid=sid, id=task_id, payload=payload, max_retry=int(max_retry),
+        delay_seconds=int(delay), created_at=int(created),
+        execution_timeout=int(timeout) if timeout else None,
+        extra=extra.encode("utf-8", "surrogateescape"), attempt=int(attempt))
+
+
 def call_args(keys, name, task_type=None, fixed=None, items=(), extra_keys=()):
     """KEYS and ARGV of one FCALL, from the generated contract: the function's key kinds in order
     (then extra_keys), its ARGV names in order looked up in fixed, then the per-item names looked
@@ -371,6 +401,49 @@ class Baton:
                                  execution_timeout=int(timeout) if timeout else None,
                                  extra=v[7], attempt=int(v[8])))
         return Delivery(entries, _s(last_id), deadline)
+
+    def read(self, task_type, group, consumer, count, block_ms=None):
+        """The fast read path's own read: XREADGROUP GROUP group consumer COUNT count [BLOCK ms]
+        STREAMS stream > (the group is created at 0 when missing, as baton_v2_dequeue does).
+        Returns [(sid, id, attempt, entry)]: id and attempt are what baton_v2_start takes ('' when
+        the task field does not split); entry is an Entry, or None when the entry is malformed."""
+        stream = self.keys.stream(task_type)
+        block = [] if block_ms is None else ["BLOCK", block_ms]
+        cmd = ["XREADGROUP", "GROUP", group, consumer, "COUNT", count, *block,
+               "STREAMS", stream, ">"]
+        try:
+            reply = self.r.execute_command(*cmd)
+        except redis.exceptions.ResponseError as e:
+            if "NOGROUP" not in str(e):
+                raise
+            try:
+                self.r.execute_command("XGROUP", "CREATE", stream, group, "0", "MKSTREAM")
+            except redis.exceptions.ResponseError as created:
+                if "BUSYGROUP" not in str(created):
+                    raise
+            reply = self.r.execute_command(*cmd)
+        out = []
+        for _, entries in reply or []:
+            for sid, fv in entries:
+                out.append((_s(sid),) + parse_stream_entry(_s(sid), fv or []))
+        return out
+
+    def start(self, task_type, group, consumer, reads, lease_ms=0):
+        """baton_v2_start of what read() returned. Returns the SIDs that must not run."""
+        reply = self._call("baton_v2_start", task_type,
+                           {"group": group, "consumer": consumer, "lease_ms": lease_ms,
+                            "n": len(reads)},
+                           [{"sid": r[0], "id": _raw(r[1]), "attempt": _raw(r[2])}
+                            for r in reads])
+        return [_s(s) for s in reply]
+
+    def fast_dequeue(self, task_type, group, consumer, count, lease_ms=0, block_ms=None):
+        """read() then start(): the entries that may run, as a list of Entry."""
+        reads = self.read(task_type, group, consumer, count, block_ms)
+        if not reads:
+            return []
+        refused = set(self.start(task_type, group, consumer, reads, lease_ms))
+        return [r[3] for r in reads if r[3] is not None and r[0] not in refused]
 
     def ack(self, task_type, group, consumer, tasks):
         """tasks: [(id, SID)]. Returns ['done' | 'stale_done' | 'gone']."""

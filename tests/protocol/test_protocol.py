@@ -41,7 +41,7 @@ class VersionTest(ProtocolTestCase):
             info = dict(zip(fn[::2], fn[1::2]))
             flags[info[b"name"].decode()] = info[b"flags"]
         self.assertEqual(set(flags), set(gen.FUNCTIONS))
-        self.assertEqual(len(flags), 15)
+        self.assertEqual(len(flags), 16)
         self.assertEqual(flags["baton_v2_version"], [b"no-writes"])
         self.assertEqual(flags["baton_v2_enqueue"], [])
 

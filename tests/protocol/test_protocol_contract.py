@@ -47,6 +47,8 @@ class KeysValidationTest(ProtocolTestCase):
                                  [self.k.unique("u1")]),
             "baton_v2_dequeue": ({"group": GROUP, "consumer": "c2", "count": 10,
                                   "lease_ms": 0}, [], []),
+            "baton_v2_start": ({"group": GROUP, "consumer": "c1", "lease_ms": 0, "n": 1},
+                               [{"sid": a.sid, "id": a.id, "attempt": 0}], []),
             "baton_v2_ack": ({"group": GROUP, "consumer": "c1", "n": 1},
                              [{"id": a.id, "sid": a.sid}], []),
             "baton_v2_fail": ({"group": GROUP, "consumer": "c1", "id": a.id, "sid": a.sid,

@@ -61,6 +61,26 @@ export function dequeue(ns: string, type: string, args: DequeueArgs): FunctionCa
   return { fn: FUNCTIONS.dequeue.name, readOnly: false, keys, argv };
 }
 
+/** ARGV of baton_v2_start, in protocol order. */
+export interface StartArgs {
+  group: Arg;
+  consumer: Arg;
+  leaseMs: Arg;
+}
+/** One item of baton_v2_start's per-item ARGV. */
+export interface StartItem {
+  sid: Arg;
+  id: Arg;
+  attempt: Arg;
+}
+/** FCALL baton_v2_start: KEYS stream, leases, tasks, bodies, errors, dead, events, done, ended, config; ARGV group, consumer, lease_ms, n, then per item sid, id, attempt. */
+export function start(ns: string, type: string, args: StartArgs, items: readonly StartItem[]): FunctionCall {
+  const keys: string[] = keysFor(FUNCTIONS.start.keys, ns, type);
+  const argv: Arg[] = [args.group, args.consumer, args.leaseMs, items.length];
+  for (const item of items) argv.push(item.sid, item.id, item.attempt);
+  return { fn: FUNCTIONS.start.name, readOnly: false, keys, argv };
+}
+
 /** ARGV of baton_v2_ack, in protocol order. */
 export interface AckArgs {
   group: Arg;

@@ -85,6 +85,14 @@ export const FUNCTIONS = {
     perItem: [],
     keysPerItem: null,
   },
+  start: {
+    name: "baton_v2_start",
+    readOnly: false,
+    keys: ["stream","leases","tasks","bodies","errors","dead","events","done","ended","config"],
+    argv: ["group","consumer","lease_ms","n"],
+    perItem: ["sid","id","attempt"],
+    keysPerItem: null,
+  },
   ack: {
     name: "baton_v2_ack",
     readOnly: false,

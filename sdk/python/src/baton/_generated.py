@@ -148,6 +148,37 @@ def dequeue(
     return Call("baton_v2_dequeue", call_keys, args)
 
 
+def start(
+    keys: Mapping[str, str],
+    group: Arg,
+    consumer: Arg,
+    lease_ms: Arg,
+    n: Arg,
+    items: Sequence[Sequence[Arg]] = (),
+) -> Call:
+    """baton_v2_start. KEYS: stream, leases, tasks, bodies, errors, dead, events, done,
+    ended, config. ARGV: group, consumer, lease_ms, n, then per item: sid, id, attempt.
+    """
+    call_keys: list[str] = [
+        keys["stream"],
+        keys["leases"],
+        keys["tasks"],
+        keys["bodies"],
+        keys["errors"],
+        keys["dead"],
+        keys["events"],
+        keys["done"],
+        keys["ended"],
+        keys["config"],
+    ]
+    args: list[Arg] = [group, consumer, lease_ms, n]
+    for item in items:
+        if len(item) != 3:
+            raise ValueError("baton_v2_start: each item has 3 values")
+        args.extend(item)
+    return Call("baton_v2_start", call_keys, args)
+
+
 def ack(
     keys: Mapping[str, str],
     group: Arg,

@@ -61,6 +61,9 @@ public final class Protocol {
     /** baton_v2_dequeue. */
     public static final Function DEQUEUE = new Function("baton_v2_dequeue", false,
             List.of(KeyKind.STREAM, KeyKind.LEASES, KeyKind.TASKS, KeyKind.BODIES, KeyKind.ERRORS, KeyKind.DEAD, KeyKind.EVENTS, KeyKind.DONE, KeyKind.ENDED, KeyKind.CONFIG), List.of("group", "consumer", "count", "lease_ms"), List.of());
+    /** baton_v2_start. */
+    public static final Function START = new Function("baton_v2_start", false,
+            List.of(KeyKind.STREAM, KeyKind.LEASES, KeyKind.TASKS, KeyKind.BODIES, KeyKind.ERRORS, KeyKind.DEAD, KeyKind.EVENTS, KeyKind.DONE, KeyKind.ENDED, KeyKind.CONFIG), List.of("group", "consumer", "lease_ms", "n"), List.of("sid", "id", "attempt"));
     /** baton_v2_ack. */
     public static final Function ACK = new Function("baton_v2_ack", false,
             List.of(KeyKind.STREAM, KeyKind.SCHEDULED, KeyKind.DEAD, KeyKind.TASKS, KeyKind.BODIES, KeyKind.ERRORS, KeyKind.EVENTS, KeyKind.DONE, KeyKind.ENDED, KeyKind.CONFIG), List.of("group", "consumer", "n"), List.of("id", "sid"));
