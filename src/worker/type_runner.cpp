@@ -291,6 +291,7 @@ void TypeRunner::FetchLoop() {
     }
     int count = 0;
     bool idle = false;
+    bool final_round = false;  // abandoned: what has finished is sent once, the rest left to leases
     {
       std::unique_lock<std::mutex> lock(mu_);
       fetch_cv_.wait(lock, [this] {
@@ -298,6 +299,7 @@ void TypeRunner::FetchLoop() {
                (stopping_ ? in_flight_ == 0 : in_flight_ < settings_.concurrency);
       });
       if (completions_.empty() && unstarted_.empty() && stopping_) break;  // drained, or abandoned
+      final_round = abandon_;
       batch.swap(completions_);
       if (!stopping_ && !start_failing_) {
         count = std::min(settings_.concurrency - in_flight_, settings_.fetch_batch);
@@ -358,34 +360,35 @@ void TypeRunner::FetchLoop() {
       calls_outage_.Succeeded(Scoped());
     }
     batch.clear();
-    if (start_failing_ || again > 0) {
-      WaitBackoff();
-      continue;
-    }
-    if (count == 0) {
-      backoff_.Reset();
-      continue;
-    }
-    Reply& read = replies->back();
-    if (read.is_error() && read.str.starts_with("NOGROUP")) {
-      // The group is made at id 0, so that it sees the whole backlog (as baton_v2_dequeue does).
-      StatusOr<Reply> created =
-          conn_->Command(fn::CreateGroup(settings_.ns, settings_.type, settings_.group));
-      if (created.ok() && created->is_error() && !created->str.starts_with("BUSYGROUP")) {
-        read_outage_.Failed(Scoped(), ReplyError(*created), backoff_.Peek());
-        WaitBackoff();
+    // Backs off (without reading more) while calls are refused, or after a read Redis refused;
+    // what a read in this round trip delivered is always taken, whatever else happened.
+    bool back_off = start_failing_ || again > 0;
+    if (count > 0) {
+      Reply& read = replies->back();
+      if (read.is_error() && read.str.starts_with("NOGROUP")) {
+        // The group is made at id 0, so that it sees the whole backlog (as baton_v2_dequeue
+        // does); the next round reads again.
+        StatusOr<Reply> created =
+            conn_->Command(fn::CreateGroup(settings_.ns, settings_.type, settings_.group));
+        if (created.ok() && created->is_error() && !created->str.starts_with("BUSYGROUP")) {
+          read_outage_.Failed(Scoped(), ReplyError(*created), backoff_.Peek());
+          back_off = true;
+        }
+      } else if (read.is_error()) {
+        // E.g. WRONGTYPE, OOM: wait (with a growing backoff), do not spin.
+        read_outage_.Failed(Scoped(), ReplyError(read), backoff_.Peek());
+        back_off = true;
+      } else {
+        read_outage_.Succeeded(Scoped());
+        HandleRead(read);
       }
-      continue;
     }
-    if (read.is_error()) {
-      // E.g. WRONGTYPE, OOM: wait (with a growing backoff), do not spin.
-      read_outage_.Failed(Scoped(), ReplyError(read), backoff_.Peek());
+    if (final_round) break;
+    if (back_off) {
       WaitBackoff();
-      continue;
+    } else {
+      backoff_.Reset();
     }
-    read_outage_.Succeeded(Scoped());
-    backoff_.Reset();
-    HandleRead(read);
   }
   fetcher_exited_ = true;
 }

@@ -301,6 +301,39 @@ TEST_F(WorkerTest, LogsAnOutageOnceWhenItStartsAndOnceWhenItEndsThroughTheApplic
   EXPECT_EQ(logger->Count("run 'baton init'"), 1) << ::testing::PrintToString(logger->Lines());
 }
 
+TEST_F(WorkerTest, StopReturnsWhileItsCallsAreRefused) {
+  // A task read while the functions library is gone: its baton_v2_start and its ack are refused
+  // again and again. Stop still returns once the grace is over, and the task is left to its
+  // lease (still pending in the group), neither lost nor acked.
+  WorkerOptions o = Options();
+  o.maintenance = false;
+  o.shutdown_grace = 300ms;
+  Worker worker(o);
+  std::atomic<int> runs{0};
+  ASSERT_TRUE(worker
+                  .Register(kNs, "t",
+                            [&](TaskContext&) {
+                              ++runs;
+                              return Status::Ok();
+                            })
+                  .ok());
+  ASSERT_TRUE(worker.Start().ok());
+  redis_.Command({"FUNCTION", "FLUSH"});
+  const std::string id = "0190f0a0-0000-7000-8000-000000000002";
+  auto added =
+      redis_.Command({"XADD", keys().Stream("t"), "*", "task",
+                      WorkEntryTask(id, "3", "0", "1722489600", "", "0", ""), "payload", "{}"});
+  ASSERT_EQ(added->type, REDIS_REPLY_STRING);
+  redis_.Command({"HSET", keys().Tasks(), id, "queued|t|0|" + std::string(added->str, added->len)});
+  ASSERT_TRUE(WaitUntil([&] { return runs == 1; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  worker.Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(Pending("t"), 1);
+  redis_.LoadFunctions();
+  EXPECT_FALSE(IsDone(id));
+}
+
 TEST_F(WorkerTest, WithoutALoggerNothingIsWrittenToStderr) {
   WorkerOptions o = Options();
   Worker worker(o);
