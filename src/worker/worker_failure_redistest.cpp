@@ -14,7 +14,6 @@
 
 #include "baton/logger.h"
 #include "broker/functions.h"
-#include "harness/work_entry.h"
 #include "worker/worker_test_util.h"
 
 namespace baton::testing {
@@ -274,12 +273,7 @@ TEST_F(WorkerTest, LogsAnOutageOnceWhenItStartsAndOnceWhenItEndsThroughTheApplic
   // its ack are refused and sent again with a backoff, and nothing more is read meanwhile.
   redis_.Command({"FUNCTION", "FLUSH"});
   const std::string before = "0190f0a0-0000-7000-8000-000000000001";
-  auto added =
-      redis_.Command({"XADD", keys().Stream("t"), "*", "task",
-                      WorkEntryTask(before, "3", "0", "1722489600", "", "0", ""), "payload", "{}"});
-  ASSERT_EQ(added->type, REDIS_REPLY_STRING);
-  redis_.Command(
-      {"HSET", keys().Tasks(), before, "queued|t|0|" + std::string(added->str, added->len)});
+  ASSERT_FALSE(AddQueuedByHand("t", before, "{}").empty());
   ASSERT_TRUE(WaitUntil([&] { return runs == 1; }));
   std::this_thread::sleep_for(1500ms);
   EXPECT_FALSE(IsDone(before));
@@ -320,11 +314,7 @@ TEST_F(WorkerTest, StopReturnsWhileItsCallsAreRefused) {
   ASSERT_TRUE(worker.Start().ok());
   redis_.Command({"FUNCTION", "FLUSH"});
   const std::string id = "0190f0a0-0000-7000-8000-000000000002";
-  auto added =
-      redis_.Command({"XADD", keys().Stream("t"), "*", "task",
-                      WorkEntryTask(id, "3", "0", "1722489600", "", "0", ""), "payload", "{}"});
-  ASSERT_EQ(added->type, REDIS_REPLY_STRING);
-  redis_.Command({"HSET", keys().Tasks(), id, "queued|t|0|" + std::string(added->str, added->len)});
+  ASSERT_FALSE(AddQueuedByHand("t", id, "{}").empty());
   ASSERT_TRUE(WaitUntil([&] { return runs == 1; }));
   const auto t0 = std::chrono::steady_clock::now();
   worker.Stop();

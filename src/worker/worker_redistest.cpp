@@ -184,16 +184,8 @@ TEST_F(WorkerTest, MalformedEntriesGoToTheDeadLetterQueue) {
   const std::string foreign = "malformed-" + std::string(r1b->str, r1b->len);
   // 2. and 3. Both fields and a record, but a payload that is not a JSON object: the worker's
   // decoder refuses it and fails it as malformed.
-  auto add_with_record = [&](const std::string& id, const std::string& payload) {
-    auto r = redis_.Command({"XADD", stream, "*", "task",
-                             WorkEntryTask(id, "3", "0", "1722489600", "", "0", ""), "payload",
-                             payload});
-    ASSERT_EQ(r->type, REDIS_REPLY_STRING);
-    std::string sid(r->str, r->len);
-    redis_.Command({"HSET", keys().Tasks(), id, "queued|m|0|" + sid});
-  };
-  add_with_record("bad-json", "{not json");
-  add_with_record("not-object", "[1,2,3]");
+  ASSERT_FALSE(AddQueuedByHand("m", "bad-json", "{not json").empty());
+  ASSERT_FALSE(AddQueuedByHand("m", "not-object", "[1,2,3]").empty());
   // A good task afterwards still runs: the worker kept going.
   std::string good = Enqueue("m", {{"ok", true}});
   ASSERT_TRUE(worker.Start().ok());

@@ -18,6 +18,7 @@
 #include "baton/worker.h"
 #include "broker/keys.h"
 #include "harness/redis_server.h"
+#include "harness/work_entry.h"
 
 namespace baton::testing {
 
@@ -65,6 +66,17 @@ class WorkerTest : public ::testing::Test {
     t.retry.max = std::chrono::milliseconds(200);
     t.lease_ms = lease_ms;
     return t;
+  }
+
+  // Writes a first-run task of `type` as baton_v2_enqueue would (its stream entry and its queued
+  // record), without calling the functions (e.g. while the library is gone); returns its SID.
+  std::string AddQueuedByHand(const std::string& type, const std::string& id,
+                              const std::string& payload) {
+    std::string sid = redis_.String(
+        {"XADD", keys().Stream(type), "*", "task",
+         testing::WorkEntryTask(id, "3", "0", "1722489600", "", "0", ""), "payload", payload});
+    redis_.Command({"HSET", keys().Tasks(), id, "queued|" + type + "|0|" + sid});
+    return sid;
   }
 
   std::string Enqueue(const std::string& type, nlohmann::json payload, EnqueueOptions opts = {}) {
