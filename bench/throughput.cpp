@@ -91,6 +91,14 @@ double ClientCpuSeconds() {
   return seconds(u.ru_utime) + seconds(u.ru_stime);
 }
 
+// Context switches of this process so far (voluntary + involuntary): a thread that waits for
+// another costs one.
+double ClientSwitches() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_nvcsw + u.ru_nivcsw);
+}
+
 std::string PayloadJson(int bytes) {
   // {"data":"xxx..."} of exactly `bytes` bytes.
   int filler = std::max(0, bytes - 11);
@@ -107,6 +115,7 @@ struct PhaseResult {
   double seconds = 0;
   double cpu_us_per_task = 0;
   double client_cpu_us_per_task = 0;
+  double client_switches_per_task = 0;  // context switches of this process (thread hand-offs)
 };
 
 // Prints every command's calls and Redis time per task since the last CONFIG RESETSTAT (commands
@@ -141,6 +150,7 @@ PhaseResult BareStreams(const Options& o) {
   const std::string payload = PayloadJson(o.payload);
   double cpu0 = RedisCpuSeconds(*admin);
   double client0 = ClientCpuSeconds();
+  double switches0 = ClientSwitches();
   auto start = Clock::now();
   std::thread producer([&] {
     auto c = Connect(o);
@@ -175,6 +185,7 @@ PhaseResult BareStreams(const Options& o) {
   res.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   res.cpu_us_per_task = (RedisCpuSeconds(*admin) - cpu0) * 1e6 / o.tasks;
   res.client_cpu_us_per_task = (ClientCpuSeconds() - client0) * 1e6 / o.tasks;
+  res.client_switches_per_task = (ClientSwitches() - switches0) / o.tasks;
   return res;
 }
 
@@ -208,6 +219,7 @@ PhaseResult BatonDrain(const Options& o) {
   if (o.commandstats) Must(*admin, {"CONFIG", "RESETSTAT"});
   double cpu0 = RedisCpuSeconds(*admin);
   double client0 = ClientCpuSeconds();
+  double switches0 = ClientSwitches();
   auto start = Clock::now();
   std::thread producer([&] {
     baton::ClientOptions co;
@@ -231,6 +243,7 @@ PhaseResult BatonDrain(const Options& o) {
   res.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   res.cpu_us_per_task = (RedisCpuSeconds(*admin) - cpu0) * 1e6 / o.tasks;
   res.client_cpu_us_per_task = (ClientCpuSeconds() - client0) * 1e6 / o.tasks;
+  res.client_switches_per_task = (ClientSwitches() - switches0) / o.tasks;
   if (o.commandstats) {
     std::printf("baton drain, per task (inner commands of the functions included):\n");
     PrintCommandStats(*admin, o.tasks);
@@ -403,14 +416,17 @@ int main(int argc, char** argv) {
   std::printf("tasks=%d payload=%dB worker concurrency=%d\n", o.tasks, o.payload, o.concurrency);
   auto bare = BareStreams(o);
   double bare_rate = o.tasks / bare.seconds;
-  std::printf("bare streams : %9.0f tasks/s  redis cpu %5.2f us/task  client cpu %5.2f us/task\n",
-              bare_rate, bare.cpu_us_per_task, bare.client_cpu_us_per_task);
+  std::printf(
+      "bare streams : %9.0f tasks/s  redis cpu %5.2f us/task  client cpu %5.2f us/task  "
+      "%.2f switches/task\n",
+      bare_rate, bare.cpu_us_per_task, bare.client_cpu_us_per_task, bare.client_switches_per_task);
   auto bt = BatonDrain(o);
   double baton_rate = o.tasks / bt.seconds;
   std::printf(
-      "baton        : %9.0f tasks/s  redis cpu %5.2f us/task  client cpu %5.2f us/task  ratio to "
-      "bare %.2f\n",
-      baton_rate, bt.cpu_us_per_task, bt.client_cpu_us_per_task, baton_rate / bare_rate);
+      "baton        : %9.0f tasks/s  redis cpu %5.2f us/task  client cpu %5.2f us/task  "
+      "%.2f switches/task  ratio to bare %.2f\n",
+      baton_rate, bt.cpu_us_per_task, bt.client_cpu_us_per_task, bt.client_switches_per_task,
+      baton_rate / bare_rate);
   auto [mem_no_events, mem_events] = MemoryPerTask(o);
   std::printf("memory       : %6.0f bytes per queued task (events off), %.0f with events on\n",
               mem_no_events, mem_events);

@@ -18,9 +18,10 @@ ones to the scheduled set. Every task is validated before anything is written.
     (0..31536000); created_at (Unix s); execution_timeout (s, 1..86400, or empty); extra (JSON
     object text or empty); run_at_ms (Unix ms; 0 = server now + delay_seconds * 1000);
     unique_key (empty = none); unique_ttl_s (s, >= 1; ignored without unique_key)
-  Returns: N pairs {status, detail}: {'queued', SID}, {'scheduled', due_ms (integer)},
-    {'duplicate', current_state} (live, or final within the retention: nothing written),
-    {'unique_conflict', holder_id}.
+  Returns: a flat array of 2N values, status then detail for each task in order: 'queued', SID;
+    'scheduled', due_ms (integer); 'duplicate', current_state (live, or final within the
+    retention: nothing written); 'unique_conflict', holder_id. (Flat, not N pairs: a nested
+    array costs Redis a table per task to build and convert.)
   Errors: BATON_INVALID <field>: <rule> (nothing written).
   Events: new -> queued, new -> scheduled (attempt 0; one entry per call and target state).
   Publishes 'NS|TYPE|due_ms' on baton:v2:wakeup when a scheduled task becomes the earliest of its
@@ -146,11 +147,11 @@ register('baton_v2_enqueue', function(keys, args)
   for i = 1, n do
     local id = ids[i]
     if seen[id] then
-      out[i] = { 'duplicate', seen[id] }
+      out[2 * i - 1], out[2 * i] = 'duplicate', seen[id]
     elseif records[i] then
-      out[i] = { 'duplicate', record_state(records[i]) }
+      out[2 * i - 1], out[2 * i] = 'duplicate', record_state(records[i])
     elseif finals and finals[i] then
-      out[i] = { 'duplicate', finals[i] }
+      out[2 * i - 1], out[2 * i] = 'duplicate', finals[i]
     else
       local holder = nil
       local unique_key = unique_keys[i]
@@ -161,7 +162,7 @@ register('baton_v2_enqueue', function(keys, args)
       end
       local due_i = due[i]
       if holder then
-        out[i] = { 'unique_conflict', holder }
+        out[2 * i - 1], out[2 * i] = 'unique_conflict', holder
       elseif due_i == nil then
         local sid = call('XADD', stream, '*', 'task', id .. '|' .. args[b + 3] .. '|' ..
           args[b + 4] .. '|' .. args[b + 5] .. '|' .. args[b + 6] .. '|0|' .. args[b + 7],
@@ -171,7 +172,7 @@ register('baton_v2_enqueue', function(keys, args)
         r = r + 2
         batch = add_to_batch(ctx, batch, 'new', 'queued', '', id, '0')
         seen[id] = 'queued'
-        out[i] = { 'queued', sid }
+        out[2 * i - 1], out[2 * i] = 'queued', sid
       else
         if not looked then
           old_earliest, looked = earliest_score(k.scheduled), true
@@ -189,7 +190,7 @@ register('baton_v2_enqueue', function(keys, args)
           min_due = due_i
         end
         seen[id] = 'scheduled'
-        out[i] = { 'scheduled', due_i }
+        out[2 * i - 1], out[2 * i] = 'scheduled', due_i
       end
     end
     b = b + 10

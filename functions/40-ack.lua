@@ -15,11 +15,13 @@ baton_v2_ack: records success for N tasks of one (NS, TYPE), atomically.
   ARGV[2]  consumer
   ARGV[3]  N
   then 2 values per task: id, SID (the stream entry the worker ran)
-  Per task: XACK and XDEL of the SID (which ends the lease); the record, body and error history
-  go; the id joins baton:v2:{NS}:done (a duplicate for enqueue during the namespace's
-  done_retention_s). A stale ack (the lease had expired and the task was taken back, or it even
-  died since) still counts as success: a waiting retry (scheduled set, or a newer stream copy) is removed, a dead task leaves
-  the dead-letter queue (a replay must not rerun a task that succeeded); a redelivery that already
+  Per task: XACK of the SID (which ends the lease), and the entry leaves the stream
+  (delete_acked: one XTRIM MINID for those before the oldest entry a group still needs, XDEL for
+  the others); the record, body and error history go; the id joins baton:v2:{NS}:done (a
+  duplicate for enqueue during the namespace's done_retention_s). A stale ack (the lease had
+  expired and the task was taken back, or it even died since) still counts as success: a waiting
+  retry (scheduled set, or a newer stream copy) is removed, a dead task leaves the dead-letter
+  queue (a replay must not rerun a task that succeeded); a redelivery that already
   started may still run (at-least-once).
   Returns: N statuses: 'done', 'stale_done' (success recorded after the lease was lost) or 'gone'
     (no live task of this type: already finished, cancelled or deleted, or an id repeated in
@@ -68,7 +70,7 @@ register('baton_v2_ack', function(keys, args)
   local ctx = new_ctx(k)
   ctx.now = now_ms()
   call_many2('XACK', stream, group, sids)
-  call_many('XDEL', stream, sids)
+  delete_acked(stream, sids)
 
   local out = {}
   local finished, f = {}, 0 -- ids leaving tasks / errors

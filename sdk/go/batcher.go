@@ -125,13 +125,16 @@ func (q *queue) call(ctx context.Context, rdb *redis.Client, batch []*pendingEnq
 		}
 		return
 	}
-	pairs, ok := cmd.Val().([]any)
-	for i, pe := range batch {
-		if !ok || len(pairs) != len(batch) {
-			pe.err = errorf("enqueue", "baton_v2_enqueue: unexpected reply %v", cmd.Val())
-			continue
+	reply, e := enqueueReply("enqueue", cmd.Val(), len(batch))
+	if e != nil {
+		for _, pe := range batch {
+			own := *e // each caller gets its own error
+			pe.err = &own
 		}
-		r, e := enqueueResult(pe.p.task.ID, pairs[i])
+		return
+	}
+	for i, pe := range batch {
+		r, e := enqueueResult(pe.p.task.ID, reply[2*i], reply[2*i+1])
 		if e != nil {
 			e.Op = "enqueue"
 			pe.err = e

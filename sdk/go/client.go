@@ -218,14 +218,13 @@ func (c *Client) enqueue(ctx context.Context, op string, requests []Request) ([]
 			end(err)
 			return nil, fromRedis(op, err)
 		}
-		pairs, ok := cl.cmd.Val().([]any)
-		if !ok || len(pairs) != len(cl.indexes) {
-			err := errorf(op, "baton_v2_enqueue: unexpected reply %v", cl.cmd.Val())
+		reply, err := enqueueReply(op, cl.cmd.Val(), len(cl.indexes))
+		if err != nil {
 			end(err)
 			return nil, err
 		}
 		for j, i := range cl.indexes {
-			r, err := enqueueResult(tasks[i].task.ID, pairs[j])
+			r, err := enqueueResult(tasks[i].task.ID, reply[2*j], reply[2*j+1])
 			if err != nil {
 				err.Op = op
 				end(err)
@@ -357,28 +356,34 @@ func (p *prepared) item() enqueueItem {
 	}
 }
 
-// enqueueResult decodes one [status, detail] pair of baton_v2_enqueue.
-func enqueueResult(id string, pair any) (EnqueueResult, *Error) {
-	r := EnqueueResult{TaskID: id}
-	v, ok := pair.([]any)
-	if !ok || len(v) != 2 {
-		return r, errorf("", "baton_v2_enqueue: unexpected item %v", pair)
+// enqueueReply checks the shape of a baton_v2_enqueue reply for n tasks: a flat array of 2n
+// values, status and detail of each task in call order (not n nested pairs).
+func enqueueReply(op string, reply any, n int) ([]any, *Error) {
+	v, ok := reply.([]any)
+	if !ok || len(v) != 2*n {
+		return nil, errorf(op, "baton_v2_enqueue: unexpected reply %v", reply)
 	}
-	status, _ := v[0].(string)
+	return v, nil
+}
+
+// enqueueResult decodes the status and detail of one task in a baton_v2_enqueue reply.
+func enqueueResult(id string, statusValue, detail any) (EnqueueResult, *Error) {
+	r := EnqueueResult{TaskID: id}
+	status, _ := statusValue.(string)
 	r.Outcome = Outcome(status)
 	switch r.Outcome {
 	case Queued:
-		r.StreamID = fmt.Sprint(v[1])
+		r.StreamID = fmt.Sprint(detail)
 	case Scheduled:
-		ms, ok := v[1].(int64)
+		ms, ok := detail.(int64)
 		if !ok {
-			return r, errorf("", "baton_v2_enqueue: due time %v is not an integer", v[1])
+			return r, errorf("", "baton_v2_enqueue: due time %v is not an integer", detail)
 		}
 		r.Due = time.UnixMilli(ms)
 	case Duplicate:
-		r.State = fmt.Sprint(v[1])
+		r.State = fmt.Sprint(detail)
 	case UniqueConflict:
-		r.Holder = fmt.Sprint(v[1])
+		r.Holder = fmt.Sprint(detail)
 	default:
 		return r, errorf("", "baton_v2_enqueue: unknown status %q", status)
 	}

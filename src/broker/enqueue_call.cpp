@@ -51,18 +51,14 @@ std::vector<std::string> BuildEnqueueCommand(const EnqueueCall& call,
 Status ReadEnqueueReply(const Reply& reply, const EnqueueCall& call,
                         std::span<const EnqueueItem> items, std::vector<EnqueueResult>* results) {
   if (reply.is_error()) return StatusFromErrorReply(reply);
-  if (!reply.is_array() || reply.elements.size() != call.items.size()) {
-    return Status::Internal("baton_enqueue: expected an array of " +
-                            std::to_string(call.items.size()) + " [status, detail] pairs");
+  // A flat array: status, detail for each task in call order.
+  if (!reply.is_array() || reply.elements.size() != 2 * call.items.size()) {
+    return Status::Internal("baton_enqueue: expected a flat array of " +
+                            std::to_string(2 * call.items.size()) + " values (status, detail)");
   }
   for (std::size_t i = 0; i < call.items.size(); ++i) {
-    const Reply& pair = reply.elements[i];
-    if (!pair.is_array() || pair.elements.size() != 2) {
-      return Status::Internal("baton_enqueue: result " + std::to_string(i) +
-                              " is not a [status, detail] pair");
-    }
-    const std::string status = pair.elements[0].AsString();
-    const Reply& detail = pair.elements[1];
+    const std::string status = reply.elements[2 * i].AsString();
+    const Reply& detail = reply.elements[2 * i + 1];
     EnqueueResult& result = (*results)[call.items[i]];
     result.task_id = items[call.items[i]].task.task_id;
     if (status == "queued") {

@@ -73,12 +73,10 @@ TEST(EnqueueCall, CommandLayout) {
   EXPECT_EQ(argv[33], "60");
 }
 
-Reply Pair(std::string status, Reply detail) {
-  Reply pair;
-  pair.type = Reply::Type::kArray;
-  pair.elements.push_back(Reply{Reply::Type::kString, std::move(status), 0, {}});
-  pair.elements.push_back(std::move(detail));
-  return pair;
+// Appends one task's status and detail to a flat enqueue reply.
+void AddResult(Reply* reply, std::string status, Reply detail) {
+  reply->elements.push_back(Reply{Reply::Type::kString, std::move(status), 0, {}});
+  reply->elements.push_back(std::move(detail));
 }
 
 TEST(EnqueueCall, ReadsEveryOutcome) {
@@ -87,10 +85,10 @@ TEST(EnqueueCall, ReadsEveryOutcome) {
   const auto calls = PlanEnqueueCalls(items);
   Reply reply;
   reply.type = Reply::Type::kArray;
-  reply.elements.push_back(Pair("queued", Reply{Reply::Type::kString, "17-0", 0, {}}));
-  reply.elements.push_back(Pair("scheduled", Reply{Reply::Type::kInteger, "", 1722489700000, {}}));
-  reply.elements.push_back(Pair("duplicate", Reply{Reply::Type::kString, "done", 0, {}}));
-  reply.elements.push_back(Pair("unique_conflict", Reply{Reply::Type::kString, "9", 0, {}}));
+  AddResult(&reply, "queued", Reply{Reply::Type::kString, "17-0", 0, {}});
+  AddResult(&reply, "scheduled", Reply{Reply::Type::kInteger, "", 1722489700000, {}});
+  AddResult(&reply, "duplicate", Reply{Reply::Type::kString, "done", 0, {}});
+  AddResult(&reply, "unique_conflict", Reply{Reply::Type::kString, "9", 0, {}});
   std::vector<EnqueueResult> results(items.size());
   ASSERT_TRUE(ReadEnqueueReply(reply, calls[0], items, &results).ok());
   EXPECT_EQ(results[0].outcome, EnqueueOutcome::kQueued);
@@ -103,7 +101,9 @@ TEST(EnqueueCall, ReadsEveryOutcome) {
   EXPECT_EQ(results[3].detail, "9");
   EXPECT_EQ(results[3].task_id, "4");
 
-  reply.elements.pop_back();
+  reply.elements.pop_back();  // one value short
+  EXPECT_EQ(ReadEnqueueReply(reply, calls[0], items, &results).code(), StatusCode::kInternal);
+  reply.elements.pop_back();  // three whole results for four tasks
   EXPECT_EQ(ReadEnqueueReply(reply, calls[0], items, &results).code(), StatusCode::kInternal);
   const Reply error{Reply::Type::kError, "BATON_INVALID payload: must be a JSON object", 0, {}};
   EXPECT_EQ(ReadEnqueueReply(error, calls[0], items, &results).code(),

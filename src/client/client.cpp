@@ -187,14 +187,15 @@ StatusOr<EnqueueResult> Client::Enqueue(const TaskRequest& request) {
 StatusOr<std::vector<EnqueueResult>> Client::EnqueueMany(std::span<const TaskRequest> requests) {
   std::vector<EnqueueItem> items;
   items.reserve(requests.size());
+  // One request keeps the plain "enqueue: field: rule" form; a batch says which request.
+  auto where = [&](std::size_t i) {
+    return requests.size() == 1 ? "enqueue" : "enqueue: requests[" + std::to_string(i) + "]";
+  };
   for (std::size_t i = 0; i < requests.size(); ++i) {
-    // One request keeps the plain "enqueue: field: rule" form; a batch says which request.
-    const std::string where =
-        requests.size() == 1 ? "enqueue" : "enqueue: requests[" + std::to_string(i) + "]";
     StatusOr<Task> task = BuildTask(requests[i]);
-    if (!task.ok()) return task.status().WithContext(where);
+    if (!task.ok()) return task.status().WithContext(where(i));
     StatusOr<EnqueueItem> item = MakeItem(std::move(task).value(), requests[i].options);
-    if (!item.ok()) return item.status().WithContext(where);
+    if (!item.ok()) return item.status().WithContext(where(i));
     items.push_back(std::move(item).value());
   }
   StatusOr<std::vector<EnqueueResult>> results = impl_->Submit(items);

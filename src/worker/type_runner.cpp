@@ -189,10 +189,16 @@ void TypeRunner::HandlerLoop(int index) {
     PendingEntry entry;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      pool_cv_.wait(lock, [this] { return !ready_.empty() || pool_exit_; });
+      while (ready_.empty() && !pool_exit_) {
+        ++idle_handlers_;
+        pool_cv_.wait(lock);
+        --idle_handlers_;
+        if (wakes_in_flight_ > 0) --wakes_in_flight_;
+      }
       if (pool_exit_) return;  // an entry still in ready_ is left to the lease
       entry = std::move(ready_.front());
       ready_.pop_front();
+      WakeOneHandler();
       slot.busy = true;
       slot.sid = entry.sid;
       slot.id = entry.id;
@@ -203,6 +209,7 @@ void TypeRunner::HandlerLoop(int index) {
       slot.cancel.store(abandon_);
     }
     Completion completion = RunEntry(slot, entry);
+    bool batch_done;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!slot.abandoned && !completion.sid.empty()) {
@@ -211,8 +218,11 @@ void TypeRunner::HandlerLoop(int index) {
       slot.busy = false;
       slot.heartbeating = false;
       --in_flight_;
+      // While entries still wait, this thread takes the next one at once and the fetcher is left
+      // asleep: their acks then go in one call instead of one round trip per completion.
+      batch_done = ready_.empty();
     }
-    fetch_cv_.notify_one();
+    if (batch_done) fetch_cv_.notify_one();
   }
 }
 
@@ -518,14 +528,20 @@ void TypeRunner::HandleRead(Reply& reply) {
     unstarted_.push_back(std::move(read));
   }
   if (runnable.empty()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (PendingEntry& e : runnable) ready_.push_back(std::move(e));
-    in_flight_ += static_cast<int>(runnable.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  for (PendingEntry& e : runnable) ready_.push_back(std::move(e));
+  in_flight_ += static_cast<int>(runnable.size());
+  WakeOneHandler();
+}
+
+void TypeRunner::WakeOneHandler() {
+  // A thread that finishes its attempt takes the next entry without waiting, so with quick tasks
+  // a few threads run the whole batch; a slow task is still joined by another thread one wake-up
+  // later, as each woken thread wakes the next.
+  if (!ready_.empty() && idle_handlers_ > wakes_in_flight_ && wakes_in_flight_ == 0) {
+    ++wakes_in_flight_;
+    pool_cv_.notify_one();
   }
-  // One wake-up per entry: waking every idle thread for a few entries costs each of them a trip
-  // through the mutex for nothing.
-  for (std::size_t i = 0; i < runnable.size(); ++i) pool_cv_.notify_one();
 }
 
 void TypeRunner::DropRefused(const Reply& refused) {
@@ -536,6 +552,14 @@ void TypeRunner::DropRefused(const Reply& refused) {
     auto queued = std::find_if(ready_.begin(), ready_.end(),
                                [&](const PendingEntry& e) { return e.sid == sid; });
     if (queued != ready_.end()) {
+      // Not run, but counted as a handler would have counted it, so that the malformed count
+      // does not depend on whether a thread took the entry before this reply came (refusals are
+      // rare: decoding one here costs nothing that matters).
+      if (!DecodeStreamEntry(settings_.ns, settings_.type, queued->sid,
+                             queued->entries->elements[queued->index].elements[1], nullptr, nullptr)
+               .ok()) {
+        counters_->malformed.fetch_add(1);
+      }
       ready_.erase(queued);
       --in_flight_;
       continue;

@@ -155,6 +155,10 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   // baton_v2_start's answer: the SIDs that must not run are taken out of the queue, cancelled
   // (their outcome is not sent: the functions already dealt with them) or forgotten.
   void DropRefused(const Reply& refused);
+  // Wakes one idle handler thread when entries wait and no wake-up is already on its way. The
+  // woken thread calls it again after taking its entry, so the wake-ups chain while entries last.
+  // Called with mu_ held.
+  void WakeOneHandler();
   // Handler thread: decodes one entry and runs its attempt (an undecodable entry is a malformed
   // failure).
   Completion RunEntry(Slot& slot, PendingEntry& entry);
@@ -193,6 +197,11 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   std::condition_variable fetch_cv_;  // fetcher: a slot freed, a completion, stop
   std::condition_variable pool_cv_;   // handler threads: a task arrived, exit
   std::deque<PendingEntry> ready_;
+  // Handler threads waiting for an entry, and wake-ups sent but not yet taken: at most one is
+  // outstanding (WakeOneHandler), so a batch of quick tasks is run by the threads already awake
+  // instead of costing one thread switch per entry.
+  int idle_handlers_ = 0;
+  int wakes_in_flight_ = 0;
   std::vector<Completion> completions_;
   int in_flight_ = 0;  // tasks handed to the pool (queued in ready_ or running)
   bool stopping_ = false;

@@ -383,8 +383,9 @@ class Baton:
         unique = [self.keys.unique(s.unique_key) for s in specs if s.unique_key]
         reply = self._call("baton_v2_enqueue", task_type, {"n": len(specs)},
                            [s.values() for s in specs], unique)
+        # A flat array: status, detail for each task in order.
         return [(_s(status), detail if isinstance(detail, int) else _s(detail))
-                for status, detail in reply]
+                for status, detail in zip(reply[0::2], reply[1::2])]
 
     def dequeue(self, task_type, group, consumer, count, lease_ms=0):
         """Returns a Delivery (entries, last_id, lease_deadline_ms). lease_ms 0: the namespace's

@@ -1,4 +1,5 @@
-// baton_v2_enqueue's reply, one [status, detail] pair per task, as typed results.
+// baton_v2_enqueue's reply, a flat array of 2N values (status, detail per task, in call order),
+// as typed results.
 import { BatonError } from './baton_error.js';
 
 /** queued: in the work stream now (streamId is its entry). */
@@ -13,22 +14,28 @@ export interface UniqueConflictResult { readonly status: 'unique_conflict'; read
 export type EnqueueResult = QueuedResult | ScheduledResult | DuplicateResult | UniqueConflictResult;
 export type EnqueueStatus = EnqueueResult['status'];
 
-/** The results of one call for `taskIds` (in call order). Throws internal on a surprising reply. */
+/**
+ * The results of one call for `taskIds` (in call order), from its flat reply of 2N values:
+ * `status_1, detail_1, status_2, detail_2, ...`. Throws internal on a surprising reply.
+ */
 export function readEnqueueReply(reply: unknown, taskIds: readonly string[]): EnqueueResult[] {
-  if (!Array.isArray(reply) || reply.length !== taskIds.length) {
-    throw new BatonError('internal', `baton_v2_enqueue: expected an array of ${taskIds.length} [status, detail] pairs`);
+  const n = taskIds.length;
+  if (!Array.isArray(reply) || reply.length !== 2 * n) {
+    const got = Array.isArray(reply) ? `${reply.length} values` : typeof reply;
+    throw new BatonError('internal', `baton_v2_enqueue: expected a flat array of ${2 * n} values (status, detail per task), got ${got}`);
   }
-  return reply.map((pair: unknown, i): EnqueueResult => {
+  const results = new Array<EnqueueResult>(n);
+  for (let i = 0; i < n; i++) {
     const taskId = taskIds[i] as string;
-    if (!Array.isArray(pair) || pair.length !== 2) throw new BatonError('internal', 'baton_v2_enqueue: malformed pair');
-    const status = String(pair[0]);
-    const detail = pair[1] as unknown;
+    const status = String(reply[2 * i]);
+    const detail = reply[2 * i + 1] as unknown;
     switch (status) {
-      case 'queued': return { status, taskId, streamId: String(detail) };
-      case 'scheduled': return { status, taskId, dueMs: Number(detail) };
-      case 'duplicate': return { status, taskId, state: String(detail) };
-      case 'unique_conflict': return { status, taskId, holderId: String(detail) };
-      default: throw new BatonError('internal', `baton_v2_enqueue: unknown status ${status}`);
+      case 'queued': results[i] = { status, taskId, streamId: String(detail) }; break;
+      case 'scheduled': results[i] = { status, taskId, dueMs: Number(detail) }; break;
+      case 'duplicate': results[i] = { status, taskId, state: String(detail) }; break;
+      case 'unique_conflict': results[i] = { status, taskId, holderId: String(detail) }; break;
+      default: throw new BatonError('internal', `baton_v2_enqueue: unknown status ${status} (task ${i + 1})`);
     }
-  });
+  }
+  return results;
 }

@@ -1,5 +1,5 @@
-// Pure units: ids, the generated wrappers against contract/protocol.json, error mapping, payload
-// helpers, the JSON member scanner. No Redis.
+// Pure units: ids, the generated wrappers against contract/protocol.json, error mapping, the
+// enqueue reply reader, payload helpers, the JSON member scanner. No Redis.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import * as calls from '../src/generated/calls.js';
 import { ERROR_CODES } from '../src/generated/errors.js';
 import { FUNCTIONS, KEY_KINDS } from '../src/generated/protocol.js';
-import { fromErrorReply } from '../src/baton_error.js';
+import { BatonError, fromErrorReply } from '../src/baton_error.js';
+import { readEnqueueReply } from '../src/enqueue_reply.js';
 import { findTopLevelMember } from '../src/json_span.js';
 import { hasUnsafeNumbers, isUuidV7, LosslessNumber, newTaskId, parseLossless, stringifyJson } from '../src/index.js';
 import { REPO_ROOT } from './helpers/paths.js';
@@ -81,6 +82,27 @@ test('error replies map to contract codes, keeping the field', () => {
   assert.equal(fromErrorReply('ERR Function not found').code, 'version_mismatch');
   assert.equal(fromErrorReply('WEIRD thing').code, 'internal');
   assert.equal(Object.keys(ERROR_CODES).length, 8);
+});
+
+test('baton_v2_enqueue replies are flat (status, detail per task) and read in call order', () => {
+  const ids = ['a', 'b', 'c', 'd'];
+  const reply = ['queued', '1722489600000-0', 'scheduled', 1722489660000, 'duplicate', 'active', 'unique_conflict', 'h'];
+  assert.deepEqual(readEnqueueReply(reply, ids), [
+    { status: 'queued', taskId: 'a', streamId: '1722489600000-0' },
+    { status: 'scheduled', taskId: 'b', dueMs: 1722489660000 },
+    { status: 'duplicate', taskId: 'c', state: 'active' },
+    { status: 'unique_conflict', taskId: 'd', holderId: 'h' },
+  ]);
+  assert.deepEqual(readEnqueueReply([], []), []);
+  const internal = (e: unknown) => e instanceof BatonError && e.code === 'internal' && e.message.includes('baton_v2_enqueue');
+  // The wrong length: one value short, one too many, the old nested pairs, not an array.
+  assert.throws(() => readEnqueueReply(['queued', '1-0', 'duplicate'], ['a', 'b']), internal);
+  assert.throws(() => readEnqueueReply(['queued', '1-0', 'duplicate', 'active', 'x'], ['a', 'b']), internal);
+  assert.throws(() => readEnqueueReply([['queued', '1-0'], ['duplicate', 'active']], ['a', 'b']), internal);
+  assert.throws(() => readEnqueueReply(['queued', '1-0'], []), internal);
+  assert.throws(() => readEnqueueReply(null, ['a']), internal);
+  // An unknown status.
+  assert.throws(() => readEnqueueReply(['queued', '1-0', 'lost', 'x'], ['a', 'b']), internal);
 });
 
 test('lossless parse and stringify round-trip every number exactly', () => {

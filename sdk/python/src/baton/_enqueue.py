@@ -205,16 +205,18 @@ def _s(value: object) -> str:
 
 
 def results(task_ids: Sequence[str], reply: object) -> list[EnqueueResult]:
-    """The results of one baton_v2_enqueue reply: N pairs [status, detail]."""
-    if not isinstance(reply, list) or len(reply) != len(task_ids):
+    """The results of one baton_v2_enqueue reply: a flat array of 2N values, status then detail
+    for each task in call order (``[status_1, detail_1, status_2, detail_2, ...]``)."""
+    if not isinstance(reply, list) or len(reply) != 2 * len(task_ids):
         raise InternalError(f"baton_v2_enqueue: unexpected reply {reply!r:.200}")
     out = []
-    for task_id, pair in zip(task_ids, reply, strict=True):
+    for i, task_id in enumerate(task_ids):
+        raw_status, detail = reply[2 * i], reply[2 * i + 1]
         try:
-            raw_status, detail = pair
             status = EnqueueStatus(_s(raw_status))
         except (TypeError, ValueError):
-            raise InternalError(f"baton_v2_enqueue: unexpected result {pair!r:.200}") from None
+            raise InternalError(f"baton_v2_enqueue: unexpected result "
+                                f"{[raw_status, detail]!r:.200}") from None
         if status is EnqueueStatus.QUEUED:
             out.append(EnqueueResult(task_id, status, stream_id=_s(detail)))
         elif status is EnqueueStatus.SCHEDULED:

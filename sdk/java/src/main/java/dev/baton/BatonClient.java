@@ -143,14 +143,53 @@ public final class BatonClient implements AutoCloseable {
             }
         }
         Object reply = invoke(() -> redis.fcall(Protocol.ENQUEUE, keys, uniques, args));
-        List<Object> pairs = Replies.list(reply);
-        List<EnqueueResult> out = new ArrayList<>(batch.size());
-        for (int k = 0; k < batch.size(); k++) {
-            List<Object> p = Replies.list(pairs.get(k));
-            out.add(new EnqueueResult(ids.get(k), EnqueueStatus.fromWire(Replies.string(p.get(0))),
-                    Replies.string(p.get(1))));
+        return enqueueResults(ids, reply);
+    }
+
+    /**
+     * Reads the reply of {@code baton_v2_enqueue}: a flat array of 2N values, {@code status,
+     * detail} for each task in call order (docs/protocol.md), e.g. {@code ["queued",
+     * "1722489600000-0", "duplicate", "active"]}.
+     *
+     * @param ids the ids of the N tasks sent, in call order
+     * @param reply the raw reply
+     * @return one outcome per task, in call order
+     * @throws BatonException {@code internal} naming {@code baton_v2_enqueue} when the reply is
+     *     not an array of exactly 2N values, or a status is unknown
+     */
+    static List<EnqueueResult> enqueueResults(List<String> ids, Object reply) {
+        if (!(reply instanceof List<?> flat)) {
+            throw malformedEnqueueReply("expected an array, got " + typeName(reply));
+        }
+        if (flat.size() != 2 * ids.size()) {
+            throw malformedEnqueueReply("expected " + 2 * ids.size() + " values (status, detail for each of "
+                    + ids.size() + " tasks), got " + flat.size());
+        }
+        List<EnqueueResult> out = new ArrayList<>(ids.size());
+        for (int k = 0; k < ids.size(); k++) {
+            Object status = flat.get(2 * k);
+            Object detail = flat.get(2 * k + 1);
+            if (!(status instanceof byte[]) || !(detail instanceof byte[] || detail instanceof Long)) {
+                throw malformedEnqueueReply("task " + (k + 1) + ": expected a status and a detail, got "
+                        + typeName(status) + " and " + typeName(detail));
+            }
+            EnqueueStatus s;
+            try {
+                s = EnqueueStatus.fromWire(Replies.string(status));
+            } catch (BatonException e) {
+                throw malformedEnqueueReply("task " + (k + 1) + ": " + e.getMessage());
+            }
+            out.add(new EnqueueResult(ids.get(k), s, Replies.string(detail)));
         }
         return out;
+    }
+
+    private static BatonException malformedEnqueueReply(String why) {
+        return new BatonException(ErrorCode.INTERNAL, "unexpected reply from baton_v2_enqueue: " + why, null);
+    }
+
+    private static String typeName(Object o) {
+        return o == null ? "nil" : o.getClass().getSimpleName();
     }
 
     /** Runs a call; after a connection failure the next call first re-checks the library version. */
