@@ -1093,8 +1093,14 @@ end
 -- group still needs go with one exact XTRIM MINID, which walks the stream's first node once; an
 -- acked entry after that point (an older entry is still pending, e.g. held by a worker that
 -- died) is deleted on its own with XDEL, which costs Redis a seek and a walk of its node per
--- entry.
+-- entry. Below TRIM_FROM entries, XDEL alone costs less than finding the point (XINFO GROUPS)
+-- and trimming.
+local TRIM_FROM = 4
 local function delete_acked(stream, sids)
+  if #sids < TRIM_FROM then
+    call_many('XDEL', stream, sids)
+    return
+  end
   local oldest = oldest_needed(stream)
   if oldest == nil then
     call_many('XDEL', stream, sids)

@@ -451,20 +451,19 @@ class DequeueAckTest(ProtocolTestCase):
         self.assertEqual(len(self.b.events()[-1]["ids"]), n)
 
     def test_acked_entries_leave_the_stream_whatever_is_still_pending(self):
-        # Acked entries before the oldest one a group still needs are trimmed (XTRIM MINID); one
-        # after an entry still pending (e.g. held by a worker that died) is deleted on its own.
+        # From 4 entries per ack, those before the oldest entry a group still needs are trimmed
+        # (XTRIM MINID); one after an entry still pending (e.g. held by a worker that died) is
+        # deleted on its own. Fewer are deleted one by one (test_ack_records_done_...).
         stream = self.k.stream(TYPE)
-        sids = [sid for _, sid in self.b.enqueue(TYPE, [self.spec(f"t{i}") for i in range(6)])]
-        entries = self.dequeue(count=4)  # t0..t3 delivered, t4 and t5 not yet
+        sids = [sid for _, sid in self.b.enqueue(TYPE, [self.spec(f"t{i}") for i in range(14)])]
+        entries = self.dequeue(count=10)  # t0..t9 delivered, t10..t13 not yet
         held, later = entries[0], entries[1:]
-        self.assertEqual(self.ack(later), ["done"] * 3)
+        self.assertEqual(self.ack(later), ["done"] * 9)
         left = [sid.decode() for sid, _ in self.r.xrange(stream)]
-        self.assertEqual(left, [held.sid, sids[4], sids[5]])
-        self.assertEqual(self.ack([held]), ["done"])
-        self.assertEqual([sid.decode() for sid, _ in self.r.xrange(stream)], sids[4:])
+        self.assertEqual(left, [held.sid] + sids[10:])
         rest = self.dequeue(count=10)
-        self.assertEqual([e.id for e in rest], ["t4", "t5"])
-        self.assertEqual(self.ack(rest), ["done", "done"])
+        self.assertEqual([e.id for e in rest], ["t10", "t11", "t12", "t13"])
+        self.assertEqual(self.ack([held] + rest), ["done"] * 5)
         self.assertEqual((self.r.xlen(stream), self.pending(), self.r.hlen(self.k.tasks())),
                          (0, 0, 0))
 
@@ -472,13 +471,13 @@ class DequeueAckTest(ProtocolTestCase):
         # A second group on the stream (e.g. baton rescue's) that has not read yet: only the
         # acked entries go, the unread one stays for both groups.
         stream = self.k.stream(TYPE)
-        sids = [sid for _, sid in self.b.enqueue(TYPE, [self.spec(f"t{i}") for i in range(3)])]
+        sids = [sid for _, sid in self.b.enqueue(TYPE, [self.spec(f"t{i}") for i in range(5)])]
         self.r.xgroup_create(stream, "other", id="0")
-        entries = self.dequeue(count=2)
-        self.assertEqual(self.ack(entries), ["done"] * 2)
-        self.assertEqual([sid.decode() for sid, _ in self.r.xrange(stream)], [sids[2]])
+        entries = self.dequeue(count=4)
+        self.assertEqual(self.ack(entries), ["done"] * 4)
+        self.assertEqual([sid.decode() for sid, _ in self.r.xrange(stream)], [sids[4]])
         read = self.r.xreadgroup("other", "o1", {stream: ">"})
-        self.assertEqual([sid.decode() for sid, _ in read[0][1]], [sids[2]])
+        self.assertEqual([sid.decode() for sid, _ in read[0][1]], [sids[4]])
 
     def test_same_task_twice_in_one_ack_batch(self):
         self.enqueue("t1")
