@@ -199,6 +199,9 @@ void TypeRunner::HandlerLoop(int index) {
       entry = std::move(ready_.front());
       ready_.pop_front();
       WakeOneHandler();
+      // Completions that came while entries waited did not wake the fetcher (below): the thread
+      // that takes the last waiting entry does, or their acks would wait for its attempt.
+      if (ready_.empty() && !completions_.empty()) fetch_cv_.notify_one();
       slot.busy = true;
       slot.sid = entry.sid;
       slot.id = entry.id;
@@ -538,7 +541,7 @@ void TypeRunner::WakeOneHandler() {
   // A thread that finishes its attempt takes the next entry without waiting, so with quick tasks
   // a few threads run the whole batch; a slow task is still joined by another thread one wake-up
   // later, as each woken thread wakes the next.
-  if (!ready_.empty() && idle_handlers_ > wakes_in_flight_ && wakes_in_flight_ == 0) {
+  if (!ready_.empty() && idle_handlers_ > 0 && wakes_in_flight_ == 0) {
     ++wakes_in_flight_;
     pool_cv_.notify_one();
   }

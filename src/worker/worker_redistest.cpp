@@ -247,6 +247,32 @@ TEST_F(WorkerTest, StopWaitsForInFlightTasksAndAcksThem) {
   EXPECT_EQ(worker.stats().succeeded, 2u);
 }
 
+TEST_F(WorkerTest, AQuickTaskIsAckedWhileALongOneOfTheSameBatchRuns) {
+  // Two entries in one read: the quick one's ack must not wait for the long one, whichever
+  // handler thread runs which (the fetcher is woken when the batch is taken, not per completion).
+  std::atomic<bool> release{false};
+  Worker worker(Options());
+  ASSERT_TRUE(worker
+                  .Register(
+                      kNs, "mixed",
+                      [&](TaskContext& ctx) {
+                        if (ctx.task().Payload().value("slow", false)) {
+                          while (!release && !ctx.cancelled()) std::this_thread::sleep_for(5ms);
+                        }
+                        return Status::Ok();
+                      },
+                      FastRetry(2))
+                  .ok());
+  const std::string quick = Enqueue("mixed", {{"slow", false}});
+  const std::string slow = Enqueue("mixed", {{"slow", true}});
+  ASSERT_TRUE(worker.Start().ok());
+  EXPECT_TRUE(WaitUntil([&] { return IsDone(quick); }, 2000ms));
+  EXPECT_FALSE(IsDone(slow));
+  release = true;
+  EXPECT_TRUE(WaitUntil([&] { return IsDone(slow); }));
+  worker.Stop();
+}
+
 TEST_F(WorkerTest, StopAfterGraceCancelsAndLeavesTheTaskToTheLease) {
   std::atomic<bool> saw_cancel{false};
   std::atomic<bool> running{false};
