@@ -14,7 +14,8 @@
 //   4. light load: 200 tasks/s one at a time; enqueue-to-handler-start latency p50/p99; then the
 //      same load on the bare pattern (XADD -> XREADGROUP BLOCK), the floor under that figure.
 // Redis CPU per task is the delta of used_cpu_user+used_cpu_sys over the phase / tasks; client CPU
-// per task the same for this process (producer, worker, bench threads: getrusage).
+// per task the same for this process (producer, worker, bench threads: getrusage), and switches
+// per task its context switches (voluntary + involuntary: mostly threads handing work over).
 #include <baton/client.h>
 #include <baton/worker.h>
 #include <hiredis/hiredis.h>
