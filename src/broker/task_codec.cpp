@@ -124,15 +124,7 @@ std::optional<EntryTask> ParseEntryTask(std::string_view task) {
     part = task.substr(start, bar - start);
     start = bar + 1;
   }
-  EntryTask out;
-  out.id = std::string(parts[0]);
-  out.max_retry = std::string(parts[1]);
-  out.delay_seconds = std::string(parts[2]);
-  out.created_at = std::string(parts[3]);
-  out.execution_timeout = std::string(parts[4]);
-  out.attempt = std::string(parts[5]);
-  out.extra = std::string(task.substr(start));
-  return out;
+  return EntryTask{parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], task.substr(start)};
 }
 
 StatusOr<DeliveredTask> DecodeStreamEntry(std::string_view ns, std::string_view type,
@@ -155,8 +147,8 @@ StatusOr<DeliveredTask> DecodeStreamEntry(std::string_view ns, std::string_view 
     return Status::InvalidArgument(
         "task", "must be ID|MAX_RETRY|DELAY_SECONDS|CREATED_AT|EXECUTION_TIMEOUT|ATTEMPT|EXTRA");
   }
-  if (task_id_out != nullptr) *task_id_out = parts->id;
-  if (attempt_out != nullptr) *attempt_out = parts->attempt;
+  if (task_id_out != nullptr) *task_id_out = std::string(parts->id);
+  if (attempt_out != nullptr) *attempt_out = std::string(parts->attempt);
   if (payload == nullptr) return Status::InvalidArgument("payload", "missing field");
   return DecodeValues(
       ns, type,

@@ -39,15 +39,16 @@ StatusOr<DeliveredTask> DecodeDequeuedEntry(std::string_view ns, std::string_vie
 // The `task` field of a work stream entry, split at its first six '|':
 // "ID|MAX_RETRY|DELAY_SECONDS|CREATED_AT|EXECUTION_TIMEOUT|ATTEMPT|EXTRA" (EXTRA is last because it
 // may contain '|'). The parts are text as written, unchecked; nullopt when there are fewer than six
-// '|' (a foreign or malformed entry).
+// '|' (a foreign or malformed entry). They are views into `task` (split on the worker's hot path:
+// no copies), valid while its text lives.
 struct EntryTask {
-  std::string id;
-  std::string max_retry;
-  std::string delay_seconds;
-  std::string created_at;
-  std::string execution_timeout;
-  std::string attempt;
-  std::string extra;
+  std::string_view id;
+  std::string_view max_retry;
+  std::string_view delay_seconds;
+  std::string_view created_at;
+  std::string_view execution_timeout;
+  std::string_view attempt;
+  std::string_view extra;
 };
 std::optional<EntryTask> ParseEntryTask(std::string_view task);
 

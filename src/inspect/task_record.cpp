@@ -115,20 +115,22 @@ TaskBody BodyFromEntry(const Reply& fields) {
   auto map = FieldMap(fields);
   TaskBody body;
   body.payload = FieldText(map, "payload");
-  if (auto task = ParseEntryTask(FieldText(map, "task"))) {
-    body.max_retry = std::move(task->max_retry);
-    body.delay_seconds = std::move(task->delay_seconds);
-    body.created_at = std::move(task->created_at);
-    body.execution_timeout = std::move(task->execution_timeout);
-    body.extra = std::move(task->extra);
-    body.attempt = std::move(task->attempt);
+  const std::string text = FieldText(map, "task");  // the parts are views into it
+  if (auto task = ParseEntryTask(text)) {
+    body.max_retry = std::string(task->max_retry);
+    body.delay_seconds = std::string(task->delay_seconds);
+    body.created_at = std::string(task->created_at);
+    body.execution_timeout = std::string(task->execution_timeout);
+    body.extra = std::string(task->extra);
+    body.attempt = std::string(task->attempt);
   }
   return body;
 }
 
 std::string EntryTaskId(const Reply& fields) {
-  auto task = ParseEntryTask(FieldText(FieldMap(fields), "task"));
-  return task ? task->id : "";
+  const std::string text = FieldText(FieldMap(fields), "task");
+  auto task = ParseEntryTask(text);
+  return task ? std::string(task->id) : "";
 }
 
 std::int64_t BodyCreatedAt(const TaskBody& body) {

@@ -518,8 +518,8 @@ void TypeRunner::HandleRead(Reply& reply) {
     for (std::size_t f = 0; f + 1 < fields.elements.size(); f += 2) {
       if (fields.elements[f].str != "task") continue;
       if (std::optional<EntryTask> task = ParseEntryTask(fields.elements[f + 1].str)) {
-        read.id = std::move(task->id);
-        read.attempt = std::move(task->attempt);
+        read.id = std::string(task->id);
+        read.attempt = std::string(task->attempt);
       }
       break;
     }

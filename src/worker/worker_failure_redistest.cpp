@@ -210,13 +210,7 @@ TEST_F(WorkerTest, StartFailsWithoutTheFunctionsLibrary) {
 TEST_F(WorkerTest, KeepsRunningWhileTheFunctionsLibraryIsReloaded) {
   std::atomic<int> runs{0};
   Worker worker(Options());
-  ASSERT_TRUE(worker
-                  .Register(kNs, "t",
-                            [&](TaskContext&) {
-                              ++runs;
-                              return Status::Ok();
-                            })
-                  .ok());
+  ASSERT_TRUE(worker.Register(kNs, "t", CountRuns(&runs)).ok());
   ASSERT_TRUE(worker.Start().ok());
   std::string before = Enqueue("t", {});
   ASSERT_TRUE(WaitUntil([&] { return IsDone(before); }));
@@ -259,13 +253,7 @@ TEST_F(WorkerTest, LogsAnOutageOnceWhenItStartsAndOnceWhenItEndsThroughTheApplic
   o.logger = logger;
   Worker worker(o);
   std::atomic<int> runs{0};
-  ASSERT_TRUE(worker
-                  .Register(kNs, "t",
-                            [&](TaskContext&) {
-                              ++runs;
-                              return Status::Ok();
-                            })
-                  .ok());
+  ASSERT_TRUE(worker.Register(kNs, "t", CountRuns(&runs)).ok());
   ::testing::internal::CaptureStderr();
   ASSERT_TRUE(worker.Start().ok());
   // Every call of the functions now fails. A task written as baton_v2_enqueue writes one (its
@@ -304,13 +292,7 @@ TEST_F(WorkerTest, StopReturnsWhileItsCallsAreRefused) {
   o.shutdown_grace = 300ms;
   Worker worker(o);
   std::atomic<int> runs{0};
-  ASSERT_TRUE(worker
-                  .Register(kNs, "t",
-                            [&](TaskContext&) {
-                              ++runs;
-                              return Status::Ok();
-                            })
-                  .ok());
+  ASSERT_TRUE(worker.Register(kNs, "t", CountRuns(&runs)).ok());
   ASSERT_TRUE(worker.Start().ok());
   redis_.Command({"FUNCTION", "FLUSH"});
   const std::string id = "0190f0a0-0000-7000-8000-000000000002";

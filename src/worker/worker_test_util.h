@@ -3,6 +3,7 @@
 // producer Client, and readers for the keys a test asserts on.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -66,6 +67,14 @@ class WorkerTest : public ::testing::Test {
     t.retry.max = std::chrono::milliseconds(200);
     t.lease_ms = lease_ms;
     return t;
+  }
+
+  // A handler that counts its runs in `runs` and succeeds.
+  static Handler CountRuns(std::atomic<int>* runs) {
+    return [runs](TaskContext&) {
+      ++*runs;
+      return Status::Ok();
+    };
   }
 
   // Writes a first-run task of `type` as baton_v2_enqueue would (its stream entry and its queued
