@@ -54,6 +54,13 @@ local WAKEUP_CHANNEL = 'baton:v2:wakeup'
 local TYPES_CHANNEL = 'baton:v2:types'
 local PAYLOAD_MAX_BYTES = 524288
 local CHUNK = 512 -- arguments per variadic command (unpack is limited by the Lua C stack)
+-- Records in baton:v2:{NS}:tasks past which enqueue makes sure the hash is a hash table: Redis
+-- keeps a small hash as a listpack (up to hash-max-listpack-entries, 512 by default), where every
+-- HMGET, HSET and HDEL scans the entries, so a backlog of a few hundred tasks would cost every
+-- transition thousands of instructions per task.
+local TASKS_LISTPACK_MAX = 64
+-- A value longer than any hash-max-listpack-value default (64 bytes): writing it converts the hash.
+local TASKS_CONVERT_VALUE = 'baton: converts this hash to a hash table (O(1) lookups); never kept'
 local TRIM_BATCH = 256 -- expired done markers / dead tasks dropped per call at most
 local ERRORS_KEPT = 50 -- failures kept per task in errors (the newest; see append_error)
 

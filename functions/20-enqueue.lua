@@ -197,6 +197,13 @@ register('baton_v2_enqueue', function(keys, args)
   end
   if r > 0 then
     call_many('HSET', k.tasks, new_records)
+    -- The field '' is no task id: written and deleted at once, it only leaves the encoding.
+    if r / 2 > TASKS_LISTPACK_MAX or call('HLEN', k.tasks) > TASKS_LISTPACK_MAX then
+      if call('OBJECT', 'ENCODING', k.tasks) ~= 'hashtable' then
+        call('HSET', k.tasks, '', TASKS_CONVERT_VALUE)
+        call('HDEL', k.tasks, '')
+      end
+    end
     register_type(ctx)
   end
 
