@@ -43,9 +43,13 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--phase", choices=["baseline", "enqueue", "dequeue", "full"], required=True)
     ap.add_argument("--tasks", type=int, default=5000)
+    ap.add_argument("--batch", type=int, default=0,
+                    help="tasks per call of every kind (default: enqueue 256, read and ack 64)")
     ap.add_argument("--read", choices=["lua", "native"], default="native",
                     help="dequeue with baton_v2_dequeue (lua) or XREADGROUP + baton_v2_start")
     o = ap.parse_args()
+    enqueue_batch = o.batch or ENQUEUE_BATCH
+    dequeue_batch = o.batch or DEQUEUE_BATCH
     assert len(PAYLOAD) == 200
 
     r = redis.Redis(host="127.0.0.1", port=o.port)
@@ -56,9 +60,9 @@ def main():
         return 0
 
     created = 1722489600
-    for start in range(0, o.tasks, ENQUEUE_BATCH):
+    for start in range(0, o.tasks, enqueue_batch):
         specs = [bp.TaskSpec(id=task_id(i), payload=PAYLOAD, created_at=created)
-                 for i in range(start, min(o.tasks, start + ENQUEUE_BATCH))]
+                 for i in range(start, min(o.tasks, start + enqueue_batch))]
         reply = b.enqueue(TYPE, specs)
         if any(status != "queued" for status, _ in reply):
             raise SystemExit(f"enqueue: unexpected reply {reply[:3]}")
@@ -68,9 +72,9 @@ def main():
     done = 0
     while done < o.tasks:
         if o.read == "native":
-            entries = b.fast_dequeue(TYPE, "g", "c1", DEQUEUE_BATCH)
+            entries = b.fast_dequeue(TYPE, "g", "c1", dequeue_batch)
         else:
-            entries = b.dequeue(TYPE, "g", "c1", DEQUEUE_BATCH).entries
+            entries = b.dequeue(TYPE, "g", "c1", dequeue_batch).entries
         if not entries:
             raise SystemExit(f"dequeue: nothing delivered after {done} of {o.tasks}")
         if o.phase == "dequeue":

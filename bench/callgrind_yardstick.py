@@ -57,7 +57,11 @@ def main():
     ap.add_argument("--mode", choices=["native", "functions"], required=True)
     ap.add_argument("--phase", choices=["baseline", "full"], required=True)
     ap.add_argument("--tasks", type=int, default=5000)
+    ap.add_argument("--batch", type=int, default=0,
+                    help="tasks per call of every kind (default: enqueue 256, read and ack 64)")
     o = ap.parse_args()
+    enqueue_batch = o.batch or ENQUEUE_BATCH
+    dequeue_batch = o.batch or DEQUEUE_BATCH
     r = redis.Redis(host="127.0.0.1", port=o.port)
     if o.mode == "functions":
         r.function_load(LIBRARY, replace=True)
@@ -65,8 +69,8 @@ def main():
         r.ping()
     if o.phase == "baseline":
         return 0
-    for start in range(0, o.tasks, ENQUEUE_BATCH):
-        ids = range(start, min(o.tasks, start + ENQUEUE_BATCH))
+    for start in range(0, o.tasks, enqueue_batch):
+        ids = range(start, min(o.tasks, start + enqueue_batch))
         if o.mode == "functions":
             args = []
             for i in ids:
@@ -81,11 +85,11 @@ def main():
     done = 0
     while done < o.tasks:
         if o.mode == "functions":
-            sids = r.fcall("ys_dequeue", 1, STREAM, DEQUEUE_BATCH)[0::3]
+            sids = r.fcall("ys_dequeue", 1, STREAM, dequeue_batch)[0::3]
             if sids:
                 r.fcall("ys_ack", 1, STREAM, *sids)
         else:
-            read = r.xreadgroup("g", "c1", {STREAM: ">"}, count=DEQUEUE_BATCH)
+            read = r.xreadgroup("g", "c1", {STREAM: ">"}, count=dequeue_batch)
             sids = [e[0] for e in read[0][1]] if read else []
             if sids:
                 p = r.pipeline(transaction=False)

@@ -21,18 +21,22 @@
 # server's time-driven work (serverCron at hz 10) grows with the run's wall time under valgrind:
 # the `call` figure leaves it out.
 #
-#   bench/run_callgrind.sh [--tasks 5000] [--read native|lua]
+#   bench/run_callgrind.sh [--tasks 5000] [--read native|lua] [--batch N]
+# --batch N makes every call (enqueue, read, ack; the yardsticks too) carry N tasks: --batch 1 shows
+# what one task per call costs, where a call's fixed cost is not shared (light load).
 # Needs valgrind (installed here with apt-get when missing; scripts/setup.sh should list it),
 # python3 and python3-redis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tasks=5000
 read_path=native
+batch=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --tasks) tasks=$2; shift 2 ;;
     --read) read_path=$2; shift 2 ;;
-    *) echo "usage: $0 [--tasks N] [--read native|lua]" >&2; exit 2 ;;
+    --batch) batch=$2; shift 2 ;;
+    *) echo "usage: $0 [--tasks N] [--read native|lua] [--batch N]" >&2; exit 2 ;;
   esac
 done
 if ! command -v valgrind >/dev/null || ! command -v callgrind_annotate >/dev/null; then
@@ -61,7 +65,7 @@ run_phase() {
     --logfile "$dir/$name.redis.log" 2>"$dir/$name.valgrind.log" &
   vg_pid=$!
   for _ in $(seq 600); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  /usr/bin/python3 "$1" --port "$port" "${@:2}" --tasks "$tasks"
+  /usr/bin/python3 "$1" --port "$port" "${@:2}" --tasks "$tasks" --batch "$batch"
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   wait "$vg_pid" || true
   vg_pid=""
@@ -94,8 +98,10 @@ mapfile -t base < <(costs "$dir/baseline.out" call fcallCommand)
 mapfile -t enq < <(costs "$dir/enqueue.out" call fcallCommand)
 mapfile -t deq < <(costs "$dir/dequeue.out" call fcallCommand)
 mapfile -t full < <(costs "$dir/full.out" call fcallCommand)
+batches="enqueue batches 256, dequeue/ack batches 64"
+[ "$batch" -gt 0 ] && batches="batches of $batch"
 echo "callgrind: redis $(redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/'), $tasks tasks, payload 200 B," \
-  "enqueue batches 256, dequeue/ack batches 64, read path $read_path, events on" \
+  "$batches, read path $read_path, events on" \
   "($(($(date +%s) - start)) s)"
 awk -v n="$tasks" -v b="${base[*]}" -v e="${enq[*]}" -v d="${deq[*]}" -v f="${full[*]}" 'BEGIN {
   split(b, B); split(e, E); split(d, D); split(f, F)

@@ -61,6 +61,20 @@ local CHUNK = 512 -- arguments per variadic command (unpack is limited by the Lu
 local TASKS_LISTPACK_MAX = 64
 -- A value longer than any hash-max-listpack-value default (64 bytes): writing it converts the hash.
 local TASKS_CONVERT_VALUE = 'baton: converts this hash to a hash table (O(1) lookups); never kept'
+local TASKS_CHECK_EVERY = 16
+-- Calls since the last size check, by tasks key: derived data only, lost with the Lua state (a
+-- restart, FUNCTION LOAD), which only makes the next check come sooner.
+local size_checks = {}
+local size_checks_count = 0
+local function remember_size_check(key, due)
+  if size_checks[key] == nil then
+    if size_checks_count >= 4096 then
+      size_checks, size_checks_count = {}, 0
+    end
+    size_checks_count = size_checks_count + 1
+  end
+  size_checks[key] = due
+end
 local TRIM_BATCH = 256 -- expired done markers / dead tasks dropped per call at most
 local ERRORS_KEPT = 50 -- failures kept per task in errors (the newest; see append_error)
 

@@ -198,7 +198,15 @@ register('baton_v2_enqueue', function(keys, args)
   if r > 0 then
     call_many('HSET', k.tasks, new_records)
     -- The field '' is no task id: written and deleted at once, it only leaves the encoding.
-    if r / 2 > TASKS_LISTPACK_MAX or call('HLEN', k.tasks) > TASKS_LISTPACK_MAX then
+    -- Small calls look at the size only every TASKS_CHECK_EVERY calls per namespace (HLEN is a
+    -- tenth of a one-task enqueue), so a backlog converts at most that many calls late.
+    local due = (size_checks[k.tasks] or 0) + 1
+    local check = r / 2 > TASKS_LISTPACK_MAX or due >= TASKS_CHECK_EVERY
+    if check then
+      due = 0
+    end
+    remember_size_check(k.tasks, due)
+    if check and (r / 2 > TASKS_LISTPACK_MAX or call('HLEN', k.tasks) > TASKS_LISTPACK_MAX) then
       if call('OBJECT', 'ENCODING', k.tasks) ~= 'hashtable' then
         call('HSET', k.tasks, '', TASKS_CONVERT_VALUE)
         call('HDEL', k.tasks, '')

@@ -453,18 +453,20 @@ class DequeueAckTest(ProtocolTestCase):
     def test_a_backlog_past_64_records_gets_a_hash_table_and_nothing_else(self):
         # A listpack hash scans its entries on every lookup; past 64 records enqueue converts
         # the tasks hash (with a field written and deleted at once) and leaves no trace of it.
+        # Calls of up to 64 tasks look at the size every 16th call per namespace.
         self.b.enqueue(TYPE, [self.spec(f"a{i}") for i in range(64)])
         self.assertEqual(self.r.object("encoding", self.k.tasks()), b"listpack")
-        self.b.enqueue(TYPE, [self.spec("b0")])  # one more, in a call of its own
+        for i in range(16):
+            self.b.enqueue(TYPE, [self.spec(f"b{i}")])  # one task per call
         self.assertEqual(self.r.object("encoding", self.k.tasks()), b"hashtable")
-        self.assertEqual(self.r.hlen(self.k.tasks()), 65)
+        self.assertEqual(self.r.hlen(self.k.tasks()), 80)
         self.assertFalse(self.r.hexists(self.k.tasks(), ""))
         # A batch that alone passes the mark converts the new hash too.
         other = bp.Baton(self.r, "other")
         other.enqueue(TYPE, [self.spec(f"c{i}") for i in range(65)])
         self.assertEqual(self.r.object("encoding", other.keys.tasks()), b"hashtable")
         self.assertEqual(self.r.hlen(other.keys.tasks()), 65)
-        self.assertEqual(self.ack(self.dequeue(count=100)), ["done"] * 65)
+        self.assertEqual(self.ack(self.dequeue(count=100)), ["done"] * 80)
         self.assertEqual(self.r.exists(self.k.tasks()), 0)
 
     def test_acked_entries_leave_the_stream_whatever_is_still_pending(self):
