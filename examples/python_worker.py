@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """A Baton worker in Python that speaks only the documented protocol v2 (docs/protocol.md,
 "Worker loop") through the reference client tests/protocol/baton_protocol.py and Debian's
-python3-redis.
+python3-redis. It is a sample of the wire protocol for authors of new clients; applications use
+the Python SDK (sdk/python/README.md).
 
 It runs `order/generate_invoice` tasks and, for each, enqueues a `send_notification` task that
 the C++ worker runs: a task chain across languages. Every (re)connect checks the functions

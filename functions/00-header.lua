@@ -25,7 +25,8 @@ Rules every function follows:
     one events entry per (from, to, worker) at the end of the call and trims the stream once.
 
 While the library loads only `redis.register_function` is reachable, so the standard library and
-redis.call are bound into upvalues by init() at the start of every call.
+redis.call are bound into upvalues by init() at the first call (each global read costs a table
+lookup through the library's environment; the bound functions never change while it is loaded).
 ]]
 
 local VERSION = '2'
@@ -163,7 +164,9 @@ end
 -- replies (and Redis' own errors, e.g. OOM) as the reply without the script-location suffix.
 local function register(name, body, flags)
   local wrapped = function(keys, args)
-    init()
+    if call == nil then
+      init()
+    end
     event_ctx = nil
     local ok, result = pcall(body, keys, args)
     if ok and event_ctx then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The demo: sets everything up, starts a private Redis (AOF on) and batond, workers in three
-# languages (C++, Python over the raw protocol, a shell script through `baton work --exec`), a cron
+# languages (C++, Python through its SDK, a shell script through `baton work --exec`), a cron
 # job, and a producer; then shows the queues, the dead-letter queue and a task's timeline.
 #   scripts/demo.sh            runs about 15 seconds, then stops everything it started
 #   DEMO_KEEP=1 scripts/demo.sh  leaves Redis, batond and the workers running (Ctrl-C to stop)
