@@ -104,7 +104,8 @@ def main() -> int:
     parser.add_argument("--redis", required=True)
     parser.add_argument("--tasks", type=int, default=20000)
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--dramatiq-threads", type=int, default=8)
+    parser.add_argument("--dramatiq-threads", type=int, default=0,
+                        help="Dramatiq worker threads (default: --concurrency, as the others)")
     parser.add_argument("--arq-python", required=True)
     parser.add_argument("--producers", type=int, default=16,
                         help="concurrent producers (threads or coroutines) of the 2nd column")
@@ -113,6 +114,7 @@ def main() -> int:
     args = parser.parse_args()
     main_python = sys.executable
     n, c = args.tasks, args.concurrency
+    args.dramatiq_threads = args.dramatiq_threads or c
     systems = [
         System("baton (threads)", main_python,
                lambda n, k: ["baton_app.py", str(n), "sync", str(k)],

@@ -1,11 +1,11 @@
 """Quick start: enqueue one task (README.md shows the body; tests/test_quickstart.py runs it)."""
 
-import sys
+# snippet-start
+import os
 
 import baton
 
-url = sys.argv[1] if len(sys.argv) > 1 else "redis://127.0.0.1:6379"
-# snippet-start
+url = os.environ.get("BATON_REDIS_URL", "redis://127.0.0.1:6379")
 with baton.Client(url) as client:
     result = client.enqueue("shop", "send_email", {"to": "ada@example.com"}, max_retry=5)
     print(result.status, result.task_id)  # queued 0190f3c1-7a2e-7cc1-...

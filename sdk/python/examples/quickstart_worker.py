@@ -2,12 +2,12 @@
 tests/test_quickstart.py runs it). Run it with `python quickstart_worker.py` or
 `baton-worker quickstart_worker:app`."""
 
-import sys
+# snippet-start
+import os
 
 import baton
 
-url = sys.argv[1] if len(sys.argv) > 1 else "redis://127.0.0.1:6379"
-# snippet-start
+url = os.environ.get("BATON_REDIS_URL", "redis://127.0.0.1:6379")
 app = baton.Worker(url, service="mailer")
 
 

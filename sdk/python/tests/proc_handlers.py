@@ -25,3 +25,9 @@ def spin_forever(task: baton.Task) -> None:
 
 def refuse(task: baton.Task) -> None:
     raise baton.NonRetryableError(f"bad input {task.payload}")
+
+
+def enqueue_child(task: baton.Task) -> None:
+    """Enqueues a "child" task from inside a process slot (payload: url)."""
+    with baton.Client(task.payload["url"]) as client:
+        client.enqueue(task.namespace, "child", {})

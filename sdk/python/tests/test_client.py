@@ -55,6 +55,36 @@ def test_delay_and_at_schedule(client: baton.Client, state: State, ns: str,
     assert past.status == "queued"
 
 
+def test_at_more_than_a_year_ahead_is_refused(client: baton.Client, ns: str,
+                                              state: State) -> None:
+    """delay_seconds records how far ahead ``at`` is and allows at most a year: beyond it the
+    SDK refuses, rather than recording a capped (wrong) delay next to the exact due time."""
+    far = time.time() + 400 * 86400
+    with pytest.raises(baton.InvalidArgumentError, match=r"^at: must be at most 31536000 s") \
+            as caught:
+        client.enqueue(ns, "email", {}, at=far)
+    assert caught.value.field == "at"
+    within = client.enqueue(ns, "email", {}, at=time.time() + 300 * 86400)
+    assert within.status == "scheduled"
+
+
+def test_unknown_fields_keep_their_spelling(client: baton.Client, ns: str,
+                                            state: State) -> None:
+    """enqueue_document and Task.to_document carry unknown fields as written: 1.10 stays 1.10,
+    and 1e400 (a float Python reads as inf) is neither refused nor rewritten."""
+    task_id = baton.uuid7()
+    text = (f'{{"task_id":"{task_id}","namespace":"{ns}","task_type":"t","payload":{{"a":1.10}},'
+            '"max_retry":1,"delay_seconds":0,"created_at":1722489600,'
+            '"x_price":1.10,"x_huge":1e400,"x_nested":{"n":-0}}')
+    assert client.enqueue_document(text).status == "queued"
+    entry = state.delivered("t")[task_id]
+    assert entry["extra"] == b'{"x_price":1.10,"x_huge":1e400,"x_nested":{"n":-0}}'
+    values = [entry[k] for k in ("sid", "id", "payload", "max_retry", "delay_seconds",
+                                 "created_at", "execution_timeout", "extra", "attempt")]
+    task = baton.task.decode_entry(ns, "t", values)
+    assert task.to_document() == text.encode()
+
+
 def test_duplicate_and_unique_conflict(client: baton.Client, ns: str) -> None:
     first = client.enqueue(ns, "email", {}, task_id="order-42")
     again = client.enqueue(ns, "email", {"other": 1}, task_id="order-42")

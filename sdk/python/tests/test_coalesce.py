@@ -4,13 +4,16 @@ shared call is retried task by task so only the culprit fails."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 import time
 from collections.abc import Sequence
 
 import pytest
+import redis
 
 import baton
+from baton import _enqueue, _tracing
 from baton._coalesce import AsyncCoalescer, SyncCoalescer
 from baton._enqueue import EnqueueResult, EnqueueStatus, Prepared
 from harness import State, wait_for
@@ -130,3 +133,83 @@ def test_concurrent_producers_against_redis(client: baton.Client, ns: str,
     delivered = state.delivered("t")
     assert set(delivered) == {r.task_id for r in results}
     assert {r.stream_id for r in results} == {d["sid"].decode() for d in delivered.values()}
+
+
+def test_a_sync_waiter_interrupted_while_waiting_leaves_the_client_usable() -> None:
+    """A caller waiting for the call in flight leaves through an exception raised in its thread
+    (here a signal handler's, as Ctrl-C's KeyboardInterrupt would): it is not sent, and the
+    Client's next enqueue must not wait forever for it."""
+    send = FakeSend()
+    coalescer = SyncCoalescer(send)
+    first = threading.Thread(target=coalescer.submit, args=(prepared("a"),), daemon=True)
+    first.start()
+    assert wait_for(lambda: coalescer._busy, timeout=10)
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Interrupted
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(Interrupted):
+            coalescer.submit(prepared("b"))  # waits behind "a" in the main thread
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    send.release.set()
+    first.join(30)
+    later: list[str] = []
+    third = threading.Thread(target=lambda: later.append(coalescer.submit(prepared("c")).task_id),
+                             daemon=True)
+    third.start()
+    third.join(10)
+    assert later == ["c"]
+    assert send.calls == [["a"], ["c"]]  # "b" was never sent
+    assert not coalescer._busy
+
+
+def test_a_refused_call_keeps_the_results_of_its_round_trip(client: baton.Client, ns: str,
+                                                            r: redis.Redis, state: State) -> None:
+    """A shared round trip carries one call per (namespace, type). When Redis refuses one of
+    them, the others were written: their callers get queued, not duplicate."""
+
+    def prepare(task_type: str) -> Prepared:
+        return _enqueue.prepare(baton.TaskRequest(ns, task_type, {}), client._keyspaces,
+                                _tracing.ProducerSpans())
+
+    bad = prepare("t2")
+    bad.item = (bad.item[0], bad.item[1], 99, *bad.item[3:])  # max_retry: only Redis checks it
+    outcomes: dict[str, object] = {}
+
+    def submit(name: str, p: Prepared) -> None:
+        try:
+            outcomes[name] = client._coalescer.submit(p)
+        except baton.BatonError as e:
+            outcomes[name] = e
+
+    client.library_version()  # connected before Redis is paused
+    r.execute_command("CLIENT", "PAUSE", 10_000, "WRITE")
+    try:
+        threads = [threading.Thread(target=submit, args=("first", prepare("t0")))]
+        threads[0].start()  # in flight until the pause ends
+        assert wait_for(lambda: client._coalescer._busy, timeout=10)
+        good = prepare("t1")
+        threads += [threading.Thread(target=submit, args=("good", good)),
+                    threading.Thread(target=submit, args=("bad", bad))]
+        for t in threads[1:]:
+            t.start()
+        assert wait_for(lambda: len(client._coalescer._pending) == 2, timeout=10)
+    finally:
+        r.execute_command("CLIENT", "UNPAUSE")
+    for t in threads:
+        t.join(30)
+    assert isinstance(outcomes["bad"], baton.InvalidArgumentError), outcomes
+    assert "max_retry" in str(outcomes["bad"])
+    good_result = outcomes["good"]
+    assert isinstance(good_result, baton.EnqueueResult) and good_result.status == "queued", \
+        outcomes
+    assert state.state(good.task_id) == "queued"
+    assert state.record(bad.task_id) is None

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -28,7 +29,7 @@ APP = textwrap.dedent('''
     env = os.environ
     app = baton.Worker(env["T_URL"], block_ms=500, shutdown_grace=float(env.get("T_GRACE", "30")))
 
-    @app.task(env["T_NS"], "work", concurrency=int(env.get("T_CONC", "4")),
+    @app.task(env["T_NS"], "work", concurrency=int(env["T_CONC"]) if "T_CONC" in env else None,
               lease_ms=int(env.get("T_LEASE", "0")))
     def work(task):
         with open(env["T_OUT"], "a") as f:
@@ -59,14 +60,15 @@ def runs(tmp_path: pathlib.Path) -> list[tuple[str, str, int, int]]:
     return out
 
 
-def test_sigterm_stops_gracefully(tmp_path: pathlib.Path, url: str, client: baton.Client,
-                                  ns: str, state: State) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_stops_gracefully(tmp_path: pathlib.Path, url: str, client: baton.Client,
+                                 ns: str, state: State, sig: signal.Signals) -> None:
     running = client.enqueue(ns, "work", {"sleep": 2}).task_id
     waiting = client.enqueue(ns, "work", {}).task_id
     worker = start_app(tmp_path, url, ns, conc="1")
     try:
         assert wait_for(lambda: ("start", running, 1, worker.pid) in runs(tmp_path))
-        worker.send_signal(signal.SIGTERM)
+        worker.send_signal(sig)
         output, _ = worker.communicate(timeout=60)
     finally:
         worker.kill()
@@ -77,6 +79,78 @@ def test_sigterm_stops_gracefully(tmp_path: pathlib.Path, url: str, client: bato
     assert state.state(running) == "done"
     assert state.record(waiting) is not None and state.record(waiting)[0] == "queued"
     assert all(task_id != waiting for _, task_id, _, _ in runs(tmp_path))
+
+
+def test_second_signal_stops_at_once(tmp_path: pathlib.Path, url: str, client: baton.Client,
+                                    ns: str, state: State) -> None:
+    """The first signal waits up to shutdown_grace (30 s here) for the running task; a second
+    one ends that wait: the task is left to its lease and the worker exits now."""
+    running = client.enqueue(ns, "work", {"sleep": 60}).task_id
+    worker = start_app(tmp_path, url, ns, conc="1", grace="30")
+    try:
+        assert wait_for(lambda: ("start", running, 1, worker.pid) in runs(tmp_path))
+        worker.send_signal(signal.SIGTERM)
+        time.sleep(1)  # the worker is now inside its grace period
+        started = time.monotonic()
+        worker.send_signal(signal.SIGINT)
+        output, _ = worker.communicate(timeout=20)
+        elapsed = time.monotonic() - started
+    finally:
+        worker.kill()
+    assert worker.returncode == 0, output.decode()
+    assert b"again: stopping without waiting" in output, output.decode()
+    assert elapsed < 15, elapsed
+    assert ("end", running, 1, worker.pid) not in runs(tmp_path)
+    assert state.state(running) not in ("done", None)  # not acked: left to its lease
+
+
+def test_crashed_fetch_loop_exits_nonzero(tmp_path: pathlib.Path, url: str,
+                                          client: baton.Client, ns: str) -> None:
+    """A fetch loop dying of an unexpected exception stops the worker; baton-worker must then
+    exit 1 (not 0 as after a requested stop) so that a supervisor restarts it."""
+    (tmp_path / "crash_app.py").write_text(textwrap.dedent('''
+        import os
+        import baton
+        import baton._runner
+
+        def broken_start(self, reply, last_id):
+            raise RuntimeError("injected fault in the fetch loop")
+
+        baton._runner.TypeRunner._start = broken_start
+        app = baton.Worker(os.environ["T_URL"], block_ms=500)
+
+        @app.task(os.environ["T_NS"], "work")
+        def work(task):
+            pass
+    '''))
+    client.enqueue(ns, "work", {})
+    env = dict(os.environ, T_URL=url, T_NS=ns)
+    done = subprocess.run([str(BATON_WORKER), "crash_app:app"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "injected fault in the fetch loop" in done.stderr
+
+
+def test_cli_flags_override_the_app(tmp_path: pathlib.Path, url: str, client: baton.Client,
+                                    ns: str, state: State) -> None:
+    """--redis replaces the app's URL (here one where nothing listens), --concurrency the
+    default slots, --maintenance promotes a delayed task without batond."""
+    delayed = client.enqueue(ns, "work", {}, delay=1).task_id
+    (tmp_path / "lifecycle_app.py").write_text(APP)
+    environ = dict(os.environ, T_URL="redis://127.0.0.1:1", T_NS=ns,
+                   T_OUT=str(tmp_path / "runs.txt"))
+    worker = subprocess.Popen([str(BATON_WORKER), "lifecycle_app:app", "--redis", url,
+                               "--concurrency", "3", "--maintenance", "--log-level", "INFO"],
+                              cwd=tmp_path, env=environ, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
+    try:
+        assert wait_for(lambda: state.state(delayed) == "done", timeout=60)
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=60)
+    finally:
+        worker.kill()
+    assert worker.returncode == 0, output.decode()
+    assert f"{ns}/work (thread x3)".encode() in output, output.decode()
 
 
 @pytest.fixture(params=["maintenance", "batond"])

@@ -120,3 +120,36 @@ def test_context_is_carried_without_opentelemetry(url: str, client: baton.Client
         app.stop()
         app.join(60)
     assert "trace" not in (state.delivered("plain")[untraced.task_id]["extra"] or b"{}").decode()
+
+
+def test_process_handlers_are_traced(url: str, client: baton.Client, ns: str, state: State,
+                                     spans: InMemorySpanExporter) -> None:
+    """executor="process": the worker makes the CONSUMER span, and a task the child process
+    enqueues continues that trace (the child has no tracer provider of its own)."""
+    import proc_handlers
+
+    seen: list[str | None] = []
+    app = baton.Worker(url, block_ms=500)
+    app.register(ns, "parent", proc_handlers.enqueue_child, executor="process", concurrency=1)
+
+    @app.task(ns, "child")
+    def child(task: baton.Task) -> None:
+        seen.append(task.traceparent)
+
+    client.enqueue(ns, "parent", {"url": url})
+    app.start()
+    try:
+        assert wait_for(lambda: len(seen) == 1, timeout=60)
+    finally:
+        app.stop()
+        app.join(60)
+    by_name = {s.name: s for s in spans.get_finished_spans()}
+    send_parent = by_name[f"send {ns}/parent"]
+    process_parent = by_name[f"process {ns}/parent"]
+    assert process_parent.kind == trace.SpanKind.CONSUMER
+    assert process_parent.parent is not None
+    assert process_parent.parent.span_id == send_parent.context.span_id
+    assert seen[0] is not None
+    _, trace_id, parent_span, _ = seen[0].split("-")
+    assert trace_id == f"{send_parent.context.trace_id:032x}"
+    assert parent_span == f"{process_parent.context.span_id:016x}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -199,6 +200,35 @@ def test_async_timeout_cancels_the_handler(url: str, client: baton.Client, ns: s
     assert "slow" in error["stack"]
 
 
+def test_a_timed_out_async_handler_that_ignores_cancellation_keeps_its_slot(
+        url: str, client: baton.Client, ns: str, state: State) -> None:
+    """The attempt is failed as a timeout at once, but the handler goes on after catching
+    CancelledError: the type must not start another task beyond its concurrency meanwhile."""
+    running_now = 0
+    most = 0
+    app = make_worker(url)
+
+    @app.task(ns, "stubborn", concurrency=1)
+    async def stubborn(task: baton.Task) -> None:
+        nonlocal running_now, most
+        running_now += 1
+        most = max(most, running_now)
+        try:
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                await asyncio.sleep(2)  # swallows the cancellation and keeps working
+        finally:
+            running_now -= 1
+
+    ids = [client.enqueue(ns, "stubborn", {}, max_retry=0, execution_timeout=1).task_id
+           for _ in range(2)]
+    with running(app):
+        assert wait_for(lambda: all(state.state(t) == "dead" for t in ids), timeout=60)
+    assert most == 1
+    assert all(state.errors(t)[0]["kind"] == "timeout" for t in ids)
+
+
 def test_sync_timeout_abandons_the_thread(url: str, client: baton.Client, ns: str,
                                           state: State) -> None:
     release = threading.Event()
@@ -285,6 +315,36 @@ def _alive(pid: int) -> bool:
             return f.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_process_slot_is_killed_when_its_lease_is_lost(url: str, client: baton.Client,
+                                                       ns: str, state: State, r: redis.Redis,
+                                                       tmp_path: Any) -> None:
+    """Another consumer takes the entry over (as a reclaim after an expired lease would): the
+    next heartbeat finds it gone, and the child running it is killed, so the task does not run
+    on two workers at once."""
+    spin = tmp_path / "spin.txt"
+    app = make_worker(url)
+    app.register(ns, "spin", proc_handlers.spin_forever, executor="process", concurrency=1,
+                 lease_ms=1000)
+    task_id = client.enqueue(ns, "spin", {"out": str(spin)}, max_retry=0).task_id
+    with running(app):
+        assert wait_for(lambda: spin.exists() and spin.read_text().startswith("started"),
+                        timeout=60)
+        pid = int(spin.read_text().split()[1])
+        record = state.record(task_id)
+        assert record is not None
+        stream = Keyspace(ns).for_type("spin")["stream"]
+        r.xclaim(stream, "baton", "another-worker", 0, [record[3]], justid=True)
+
+        def gone() -> bool:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            return False
+
+        assert wait_for(gone, timeout=10), "the child still runs the lost task"
 
 
 def test_stop_returns_promptly_when_idle(url: str, ns: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
 import threading
 import time
 import traceback
@@ -20,6 +21,7 @@ from ._procpool import ProcessSlots
 from ._threads import ThreadSlots, thread_stack
 from .task import Task
 
+log = logging.getLogger("baton.worker")
 
 @dataclass
 class Completion:
@@ -75,6 +77,9 @@ class Attempts:
         self._jobs: dict[str, Job] = {}  # stream id -> running attempt
         self._inbox: collections.deque[tuple[Job, Outcome]] = collections.deque()
         self._inbox_scheduled = False
+        # Timed-out async handlers that have not ended yet (one that catches CancelledError
+        # keeps running): they keep their slot, so the type never exceeds its concurrency.
+        self._lingering = 0
         self._threads: ThreadSlots | None = None
         self._processes: ProcessSlots | None = None
         if executor == "thread":
@@ -86,7 +91,7 @@ class Attempts:
     def free(self) -> int:
         """Slots free for new attempts."""
         unreplaced = self._threads.unreplaced if self._threads is not None else 0
-        return self._concurrency - len(self._jobs) - unreplaced
+        return self._concurrency - len(self._jobs) - unreplaced - self._lingering
 
     def __len__(self) -> int:
         return len(self._jobs)
@@ -147,6 +152,10 @@ class Attempts:
                                         task.extra.get("trace")):
                 await self._handler(task)
             outcome = _outcome.SUCCESS
+            if job.timed_out:
+                log.warning("task %s: the handler ran on after its execution_timeout cancelled "
+                            "it (it caught CancelledError); its slot was held until it ended",
+                            task.id)
         except asyncio.CancelledError:
             if not (job.timed_out or job.lost):
                 raise  # the worker is leaving: left to the lease
@@ -165,8 +174,14 @@ class Attempts:
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._arm, job)
 
-        outcome = await self._processes.run(self._handler, job.task, self._non_retryable,
-                                            on_slot, on_started)
+        task = job.task
+        with _tracing.consumer_span(task.namespace, task.task_type, task.id, task.attempt,
+                                    task.extra.get("trace")):
+            outcome = await self._processes.run(self._handler, task, self._non_retryable,
+                                                _tracing.handing_over(), on_slot, on_started)
+        if job.lost:
+            outcome = _outcome.failure("error", "attempt stopped: the lease was lost (the "
+                                                "handler's process was killed)")
         self.complete(job, outcome)
 
     def complete(self, job: Job, outcome: Outcome) -> None:
@@ -190,6 +205,8 @@ class Attempts:
             where = "handler coroutine when the attempt was cancelled:\n" + \
                 coroutine_stack(job.atask)
             job.atask.cancel()
+            self._lingering += 1
+            job.atask.add_done_callback(self._lingered)
         elif self._threads is not None:
             where = thread_stack(job.thread_ident)
             self._threads.abandon(job.thread_ident)
@@ -199,6 +216,11 @@ class Attempts:
                 job.slot.kill()
         self.complete(job, _outcome.timeout(job.task.execution_timeout, where))
 
+    def _lingered(self, atask: asyncio.Task[Any]) -> None:
+        """A timed-out async handler has really ended: its slot comes back."""
+        self._lingering -= 1
+        self._on_capacity()
+
     def held(self) -> list[tuple[str, str]]:
         """(task id, stream id) of the attempts to heartbeat: running, not timed out."""
         return [(j.task.id, sid) for sid, j in self._jobs.items()
@@ -206,7 +228,7 @@ class Attempts:
 
     def lose(self, sid: str) -> bool:
         """The lease of the attempt at sid was taken back: cancel it (cooperatively for
-        threads). True when there was such an attempt."""
+        threads; a process slot's child is killed). True when there was such an attempt."""
         job = self._jobs.get(sid)
         if job is None or job.finished:
             return False
@@ -214,6 +236,8 @@ class Attempts:
         job.cancel.set()
         if job.atask is not None and self._executor == "async":
             job.atask.cancel()
+        elif job.slot is not None:  # another worker may run it now: stop this copy
+            job.slot.kill()
         return True
 
     def abandon(self) -> None:

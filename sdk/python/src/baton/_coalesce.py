@@ -7,18 +7,19 @@ arriving while that call is in flight, are sent together in the next call (one F
 namespace and type).
 A lone caller never waits for anybody: with no concurrency this is exactly one call per
 enqueue. If Redis refuses a shared call (BATON_INVALID: the Lua validates a whole call and writes
-nothing), every task of it is sent again on its own, so only the culprit gets the error.
+nothing), every task of it is sent again on its own, so only the culprit gets the error; the other
+calls of the same round trip (other namespaces or types) were written and keep their results.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ._enqueue import EnqueueResult, Prepared
-from .errors import InvalidArgumentError, UnavailableError
+from .errors import BatonError, InvalidArgumentError, UnavailableError
 
 MAX_BATCH = 1024  # tasks per shared round trip
 
@@ -40,15 +41,28 @@ class _Waiter:
         return self.result
 
 
-def _settle(batch: list[_Waiter], results: list[EnqueueResult]) -> None:
-    for waiter, result in zip(batch, results, strict=True):
-        waiter.result = result
+Outcomes = list[EnqueueResult | BatonError]
+
+
+def _settle(batch: Sequence[_Waiter], outcomes: Sequence[EnqueueResult | BaseException]) -> None:
+    for waiter, outcome in zip(batch, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            waiter.result, waiter.error = None, outcome
+        else:
+            waiter.result, waiter.error = outcome, None
+
+
+def _refused(batch: Sequence[_Waiter]) -> list[_Waiter]:
+    """The waiters to send again alone: those of refused calls (which wrote nothing), when
+    more than one task was refused (a lone refused task already has its own error)."""
+    refused = [w for w in batch if isinstance(w.error, InvalidArgumentError)]
+    return refused if len(refused) > 1 else []
 
 
 class SyncCoalescer:
     """Group commit for the thread-safe sync Client."""
 
-    def __init__(self, send: Callable[[list[Prepared]], list[EnqueueResult]]):
+    def __init__(self, send: Callable[[list[Prepared]], Outcomes]):
         self._send = send
         self._lock = threading.Lock()
         self._pending: list[_Waiter] = []
@@ -65,7 +79,13 @@ class SyncCoalescer:
                 self._busy = True
                 batch = [me]
         if batch is None:
-            me.event.wait()
+            try:
+                me.event.wait()
+            except BaseException:
+                # Left while waiting (e.g. KeyboardInterrupt): not sent. A promotion that came
+                # meanwhile is passed on, or the next caller would wait forever.
+                self._withdraw(me)
+                raise
             if not me.lead:
                 return me.outcome()
             with self._lock:  # promoted: send what gathered meanwhile (this one first)
@@ -74,38 +94,45 @@ class SyncCoalescer:
             self._run(batch)
         finally:
             with self._lock:
-                if self._pending:
-                    successor = self._pending[0]
-                    successor.lead = True
-                    successor.event.set()
-                else:
-                    self._busy = False
+                self._hand_over()
             for waiter in batch:
                 if waiter is not me:
                     waiter.event.set()
         return me.outcome()
 
+    def _hand_over(self) -> None:
+        """(Under the lock.) The next waiting caller sends what gathered; or nobody is busy."""
+        if self._pending:
+            successor = self._pending[0]
+            successor.lead = True
+            successor.event.set()
+        else:
+            self._busy = False
+
+    def _withdraw(self, me: _Waiter) -> None:
+        with self._lock:
+            if me in self._pending:
+                self._pending.remove(me)
+            if me.lead:
+                me.lead = False
+                self._hand_over()
+
     def _run(self, batch: list[_Waiter]) -> None:
         try:
             _settle(batch, self._send([w.prepared for w in batch]))
-        except InvalidArgumentError as e:
-            if len(batch) == 1:
-                batch[0].error = e
-                return
-            for waiter in batch:  # find the culprit: each task alone
-                try:
-                    waiter.result = self._send([waiter.prepared])[0]
-                except BaseException as alone:  # noqa: BLE001 - handed to its caller
-                    waiter.error = alone
         except BaseException as e:  # noqa: BLE001 - every caller of the call gets it
-            for waiter in batch:
-                waiter.error = e
+            _settle(batch, [e] * len(batch))
+        for waiter in _refused(batch):  # find the culprit: each task alone
+            try:
+                _settle([waiter], self._send([waiter.prepared]))
+            except BaseException as alone:  # noqa: BLE001 - handed to its caller
+                _settle([waiter], [alone])
 
 
 class AsyncCoalescer:
     """Group commit for the AsyncClient (one event loop)."""
 
-    def __init__(self, send: Callable[[list[Prepared]], Awaitable[list[EnqueueResult]]]):
+    def __init__(self, send: Callable[[list[Prepared]], Awaitable[Outcomes]]):
         self._send = send
         self._pending: list[_Waiter] = []
         self._busy = False
@@ -156,15 +183,10 @@ class AsyncCoalescer:
     async def _run(self, batch: list[_Waiter]) -> None:
         try:
             _settle(batch, await self._send([w.prepared for w in batch]))
-        except InvalidArgumentError as e:
-            if len(batch) == 1:
-                batch[0].error = e
-                return
-            for waiter in batch:
-                try:
-                    waiter.result = (await self._send([waiter.prepared]))[0]
-                except Exception as alone:  # noqa: BLE001 - handed to its caller
-                    waiter.error = alone
         except Exception as e:  # noqa: BLE001 - every caller of the call gets it
-            for waiter in batch:
-                waiter.error = e
+            _settle(batch, [e] * len(batch))
+        for waiter in _refused(batch):  # find the culprit: each task alone
+            try:
+                _settle([waiter], await self._send([waiter.prepared]))
+            except Exception as alone:  # noqa: BLE001 - handed to its caller
+                _settle([waiter], [alone])

@@ -18,7 +18,7 @@ from . import _redis
 from ._lease import heartbeat_loop
 from ._maintenance import Maintenance
 from ._runner import RunnerConfig, TypeRunner, WorkerCounters
-from .errors import translate
+from .errors import InternalError, translate
 from .keys import Keyspace
 
 log = logging.getLogger("baton.worker")
@@ -39,12 +39,14 @@ class Engine:
         self._grace = grace
         self._block_ms = block_ms
         self._stop = asyncio.Event()
-        self._force = False
+        self._force = asyncio.Event()
         self.runners: list[TypeRunner] = []
 
     def request_stop(self, force: bool = False) -> None:
-        """Graceful stop; force skips the grace period (a second SIGINT)."""
-        self._force = self._force or force
+        """Graceful stop; force ends the grace period at once, also one already running (a
+        second SIGINT)."""
+        if force:
+            self._force.set()
         self._stop.set()
 
     async def _startup(self, client: redis.asyncio.Redis) -> list[RunnerConfig]:
@@ -89,11 +91,14 @@ class Engine:
                            for c in configs))
         if started is not None and not started.done():
             started.set_result(None)
+        failed: BaseException | None = None
         try:
             stopper = asyncio.ensure_future(self._stop.wait())
             await asyncio.wait([stopper, *fetchers], return_when=asyncio.FIRST_COMPLETED)
             stopper.cancel()
             await self._shutdown(fetchers)
+            failed = next((t.exception() for t in fetchers
+                           if t.done() and not t.cancelled() and t.exception() is not None), None)
         finally:
             for task in helpers:
                 task.cancel()
@@ -101,17 +106,35 @@ class Engine:
             for r in self.runners:
                 r.close()
             await client.aclose()
+        if failed is not None:
+            # A fetch loop that crashed stopped the whole worker: say so (baton-worker exits 1,
+            # so a supervisor restarts it) rather than returning as after a requested stop.
+            raise InternalError(f"a fetch loop failed: {failed!r}") from failed
 
     async def _shutdown(self, fetchers: Sequence[asyncio.Future[None]]) -> None:
         for r in self.runners:
             r.begin_stop()
-        # In-flight attempts get the grace period to finish; their acks go out as they do.
-        grace = 0.0 if self._force else self._grace
-        _, pending = await asyncio.wait(fetchers, timeout=grace) if fetchers else (set(), set())
+        # In-flight attempts get the grace period to finish; their acks go out as they do. A
+        # forced stop (a second signal) ends the wait at once, also when it comes during it.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._grace
+        pending: set[asyncio.Future[Any]] = {f for f in fetchers if not f.done()}
+        forced: asyncio.Future[Any] = asyncio.ensure_future(self._force.wait())
+        try:
+            while pending and not self._force.is_set():
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                done, _ = await asyncio.wait({*pending, forced}, timeout=remaining,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                pending -= done
+        finally:
+            forced.cancel()
         if pending:
             running = sum(r.in_flight for r in self.runners)
-            log.warning("shutdown grace of %.1f s over: %d attempt(s) left to their lease",
-                        grace, running)
+            why = "stopping at once" if self._force.is_set() else \
+                f"shutdown grace of {self._grace:.1f} s over"
+            log.warning("%s: %d attempt(s) left to their lease", why, running)
             for r in self.runners:
                 r.abandon()
             _, pending = await asyncio.wait(pending, timeout=self._block_ms / 1000.0 + 6.0)

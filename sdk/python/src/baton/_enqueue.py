@@ -13,7 +13,7 @@ from typing import Any, Union
 
 from . import _generated as gen
 from . import _tracing, contract
-from .errors import InternalError, InvalidArgumentError, invalid
+from .errors import BatonError, InternalError, InvalidArgumentError, invalid, translate
 from .ids import uuid7
 from .keys import Keyspace
 
@@ -130,7 +130,10 @@ def prepare(request: TaskRequest, keyspaces: dict[str, Keyspace], spans: _tracin
                                 f"{contract.MAX_CREATED_AT} (got {contract.brief(request.at)}"
                                 f"{hint})")
         run_at_ms = max(1, math.ceil(at * 1000))
-        delay = min(max(0, round(at - now)), contract.MAX_DELAY_SECONDS)
+        delay = max(0, round(at - now))
+        if delay > contract.MAX_DELAY_SECONDS:  # recorded as delay_seconds, which has this limit
+            raise invalid("at", f"must be at most {contract.MAX_DELAY_SECONDS} s (365 days) "
+                                f"ahead, the limit of delay_seconds (got {delay} s ahead)")
     else:
         delay = _whole_seconds("delay_seconds", request.delay,
                                f"must be an integer 0..{contract.MAX_DELAY_SECONDS}")
@@ -198,6 +201,33 @@ def calls(prepared: Sequence[Prepared],
             locks = [lock for i in chunk if (lock := prepared[i].unique_lock) is not None]
             out.append((gen.enqueue(keys, len(chunk), items, locks), chunk))
     return out
+
+
+def settle(prepared: Sequence[Prepared], calls: Sequence[tuple[gen.Call, list[int]]],
+           replies: Sequence[Any]) -> list[EnqueueResult | BatonError]:
+    """Each task's result, or the error of the call that carried it: a refused call wrote
+    none of its tasks, while the other calls of the same round trip were written."""
+    out: list[EnqueueResult | BatonError | None] = [None] * len(prepared)
+    for (_, indexes), reply in zip(calls, replies, strict=True):
+        if isinstance(reply, Exception):
+            error = translate(reply)
+            if error is not reply:
+                error.__cause__ = reply
+            for i in indexes:
+                out[i] = error
+            continue
+        ids = [prepared[i].task_id for i in indexes]
+        for i, result in zip(indexes, results(ids, reply), strict=True):
+            out[i] = result
+    return [r for r in out if r is not None]
+
+
+def first_error(outcomes: Sequence[EnqueueResult | BatonError]) -> list[EnqueueResult]:
+    """The results, or the first error raised (enqueue_many: one failed call fails it)."""
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return list(outcomes)  # type: ignore[arg-type]
 
 
 def _s(value: object) -> str:

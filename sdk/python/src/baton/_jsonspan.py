@@ -80,6 +80,28 @@ def member_span(text: bytes, name: str) -> tuple[int, int] | None:
     return found
 
 
+def member_texts(text: bytes) -> dict[str, bytes]:
+    """The exact bytes of every top-level member's value, by name (the last of duplicates)."""
+    out: dict[str, bytes] = {}
+    pos = _skip_ws(text, 0)
+    if text[pos : pos + 1] != b"{":
+        return out
+    pos = _skip_ws(text, pos + 1)
+    while text[pos : pos + 1] == b'"':
+        key = _STRING.match(text, pos)
+        if key is None:
+            raise ValueError("unterminated member name")
+        pos = _skip_ws(text, key.end())
+        pos = _skip_ws(text, pos + 1)  # the ':'
+        end = _value_end(text, pos)
+        out[json.loads(key.group(0))] = text[pos:end]
+        pos = _skip_ws(text, end)
+        if text[pos : pos + 1] != b",":
+            break
+        pos = _skip_ws(text, pos + 1)
+    return out
+
+
 def member_text(text: bytes, name: str) -> bytes | None:
     """The exact bytes of the value of top-level member ``name``, or None."""
     span = member_span(text, name)

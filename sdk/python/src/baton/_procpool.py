@@ -21,12 +21,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from . import _outcome
+from . import _outcome, _tracing
 from ._outcome import Outcome
 
 
 def _child_main(conn: multiprocessing.connection.Connection) -> None:
-    """The child's loop: receive (handler, task, non_retryable), run, send the outcome."""
+    """The child's loop: receive (handler, task, non_retryable, trace context), run, send the
+    outcome."""
     # Ctrl-C reaches the whole process group; the parent decides when children stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
@@ -36,12 +37,13 @@ def _child_main(conn: multiprocessing.connection.Connection) -> None:
             return
         if message is None:
             return
-        handler, task, non_retryable = message
+        handler, task, non_retryable, carrier = message
         try:
             conn.send(("started",))
             if task.execution_timeout is not None:
                 task.deadline = time.monotonic() + task.execution_timeout
-            handler(task)
+            with _tracing.handed_over(carrier):
+                handler(task)
             result: tuple[str, str, str] = tuple(_outcome.SUCCESS)  # type: ignore[assignment]
         except BaseException as e:  # noqa: BLE001 - every failure is reported to the parent
             result = tuple(_outcome.from_exception(e, non_retryable))  # type: ignore[assignment]
@@ -125,6 +127,7 @@ class ProcessSlots:
 
     async def run(self, handler: Callable[[Any], Any], task: Any,
                   non_retryable: tuple[type[BaseException], ...],
+                  carrier: dict[str, str] | None,
                   on_slot: Callable[[_Slot | None], None],
                   on_started: Callable[[], None]) -> Outcome:
         slot = await self._idle.get()
@@ -132,7 +135,7 @@ class ProcessSlots:
         try:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._executor, slot.call,
-                                              (handler, task, non_retryable), on_started)
+                                              (handler, task, non_retryable, carrier), on_started)
         finally:
             on_slot(None)
             self._idle.put_nowait(slot)

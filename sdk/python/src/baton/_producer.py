@@ -34,7 +34,9 @@ def prepare_document(document: bytes | str | contract.TaskDocument, at: float | 
         keyspaces, _tracing.ProducerSpans())
     run_at_ms = probe.item[7]
     timeout: gen.Arg = "" if doc.execution_timeout is None else doc.execution_timeout
-    extra = contract.dumps("extra", doc.extra) if doc.extra else b""
+    extra = b""
+    if doc.extra:  # as written in the document when parsed here (numbers keep their spelling)
+        extra = doc.extra_text or contract.dumps("extra", doc.extra)
     item = (doc.task_id, doc.payload, doc.max_retry, doc.delay_seconds, doc.created_at, timeout,
             extra, run_at_ms, probe.item[8], probe.item[9])
     return _enqueue.Prepared(doc.namespace, doc.task_type, doc.task_id, item, probe.unique_lock)

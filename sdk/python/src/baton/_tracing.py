@@ -7,7 +7,8 @@
   trace across languages.
 - Consumer: the worker runs each handler inside a CONSUMER span ``process NS/TYPE`` whose parent
   is the task's traceparent (when OpenTelemetry is installed), and makes the task's trace context
-  the current one for tasks the handler enqueues.
+  the current one for tasks the handler enqueues. For ``executor="process"`` the span is made in
+  the worker process and its context is handed to the child, which runs the handler in it.
 A ``trace`` field the caller sets in ``extra`` is always kept as given.
 """
 
@@ -18,7 +19,8 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-try:  # optional extra: pip install 'baton[otel]'
+try:  # optional extra: pip install './sdk/python[otel]'
+    from opentelemetry import context as otel_context
     from opentelemetry import trace as otel_trace
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -109,4 +111,32 @@ def consumer_span(namespace: str, task_type: str, task_id: str, attempt: int,
         ):
             yield
     finally:
+        current_trace.reset(token)
+
+
+def handing_over() -> dict[str, str] | None:
+    """The trace context of the handling in progress, for a child process: the current span's
+    (OpenTelemetry), else the carried trace field."""
+    if _PROPAGATOR is not None:
+        carrier: dict[str, str] = {}
+        _PROPAGATOR.inject(carrier)
+        if carrier.get("traceparent"):
+            return carrier
+    carried = current_trace.get()
+    return dict(carried) if carried else None
+
+
+@contextlib.contextmanager
+def handed_over(carrier: Mapping[str, str] | None) -> Iterator[None]:
+    """In a process slot: runs the block in the context the worker handed over (no new span;
+    the worker's CONSUMER span covers the attempt)."""
+    token = current_trace.set(carrier or None)
+    attached = None
+    try:
+        if _PROPAGATOR is not None and carrier:
+            attached = otel_context.attach(_PROPAGATOR.extract(carrier))
+        yield
+    finally:
+        if attached is not None:
+            otel_context.detach(attached)
         current_trace.reset(token)

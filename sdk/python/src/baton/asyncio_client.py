@@ -15,7 +15,7 @@ from . import _enqueue, _producer, _redis, _tracing, contract
 from . import _generated as gen
 from ._coalesce import AsyncCoalescer
 from ._enqueue import EnqueueResult, Payload, Seconds, TaskRequest
-from .errors import translate
+from .errors import BatonError, translate
 from .keys import Keyspace
 
 _REDIS_ERRORS = (redis.exceptions.RedisError, OSError)
@@ -32,7 +32,7 @@ class AsyncClient:
         self.url = url
         self._redis = _redis.async_client(url, redis_options, socket_timeout)
         self._keyspaces: dict[str, Keyspace] = {}
-        self._coalescer = AsyncCoalescer(self._send)
+        self._coalescer = AsyncCoalescer(self._send_each)
 
     @property
     def redis(self) -> redis.asyncio.Redis:
@@ -100,6 +100,11 @@ class AsyncClient:
         return await self._coalescer.submit(prepared)
 
     async def _send(self, prepared: list[_enqueue.Prepared]) -> list[EnqueueResult]:
+        return _enqueue.first_error(await self._send_each(prepared))
+
+    async def _send_each(
+            self, prepared: list[_enqueue.Prepared]) -> list[EnqueueResult | BatonError]:
+        """One round trip; each task's result or the error of its call."""
         if not prepared:
             return []
         calls = _enqueue.calls(prepared, self._keyspaces)
@@ -113,14 +118,7 @@ class AsyncClient:
                     replies = await pipe.execute(raise_on_error=False)
             except _REDIS_ERRORS as e:
                 raise translate(e) from e
-        out: list[EnqueueResult | None] = [None] * len(prepared)
-        for (_, indexes), reply in zip(calls, replies, strict=True):
-            if isinstance(reply, Exception):
-                raise translate(reply) from reply
-            ids = [prepared[i].task_id for i in indexes]
-            for i, result in zip(indexes, _enqueue.results(ids, reply), strict=True):
-                out[i] = result
-        return [r for r in out if r is not None]
+        return _enqueue.settle(prepared, calls, replies)
 
     async def cancel(self, namespace: str, task_id: str) -> None:
         """Cancels a task that has not started (see :meth:`baton.Client.cancel`)."""

@@ -6,9 +6,9 @@
 The attribute is a :class:`baton.Worker` (or a function returning one). The current directory is
 importable. SIGTERM or Ctrl-C stops gracefully; a second one stops at once.
 
-Exit status: 0 after a stop, 1 when Redis cannot be reached at start, 2 for a bad command line or
-an application that cannot be loaded, 3 when the functions library in Redis is missing or
-another version (run ``baton init``).
+Exit status: 0 after a stop, 1 when Redis cannot be reached at start or the worker failed while
+running, 2 for a bad command line or an application that cannot be loaded, 3 when the functions
+library in Redis is missing or another version (run ``baton init``).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from . import _enqueue, _producer, _redis, _tracing, contract
 from . import _generated as gen
 from ._coalesce import SyncCoalescer
 from ._enqueue import EnqueueResult, Payload, Seconds, TaskRequest
-from .errors import translate
+from .errors import BatonError, translate
 from .keys import Keyspace
 
 _REDIS_ERRORS = (redis.exceptions.RedisError, OSError)
@@ -27,9 +27,10 @@ class Client:
     is sent at once, calls arriving while it is in flight go together in the next). It connects
     on first use, and every connection first checks that Redis has the functions library this
     SDK speaks (``VersionMismatchError`` otherwise: run ``baton init``). A broken connection
-    fails the call in progress with ``UnavailableError``; the next call reconnects. Enqueueing
-    again with the same task ids is always safe: tasks already written come back as
-    ``duplicate``.
+    fails the call in progress with ``UnavailableError`` (the task may or may not have been
+    written); the next call reconnects. Enqueueing again with the same task id is always safe: a
+    task already written comes back as ``duplicate``. The default id is new on every call, so
+    to retry pass your own: ``task_id=baton.uuid7()``, made once.
 
     Args:
         url: ``redis://[user:password@]host:port[/db]``, ``rediss://...`` or ``unix://path``.
@@ -43,7 +44,7 @@ class Client:
         self.url = url
         self._redis = _redis.sync_client(url, redis_options, socket_timeout)
         self._keyspaces: dict[str, Keyspace] = {}
-        self._coalescer = SyncCoalescer(self._send)
+        self._coalescer = SyncCoalescer(self._send_each)
 
     @property
     def redis(self) -> redis.Redis:
@@ -133,6 +134,11 @@ class Client:
         return self._coalescer.submit(prepared)
 
     def _send(self, prepared: list[_enqueue.Prepared]) -> list[EnqueueResult]:
+        return _enqueue.first_error(self._send_each(prepared))
+
+    def _send_each(
+            self, prepared: list[_enqueue.Prepared]) -> list[EnqueueResult | BatonError]:
+        """One round trip; each task's result or the error of its call."""
         if not prepared:
             return []
         calls = _enqueue.calls(prepared, self._keyspaces)
@@ -146,14 +152,7 @@ class Client:
                     replies = pipe.execute(raise_on_error=False)
             except _REDIS_ERRORS as e:
                 raise translate(e) from e
-        out: list[EnqueueResult | None] = [None] * len(prepared)
-        for (_, indexes), reply in zip(calls, replies, strict=True):
-            if isinstance(reply, Exception):
-                raise translate(reply) from reply
-            ids = [prepared[i].task_id for i in indexes]
-            for i, result in zip(indexes, _enqueue.results(ids, reply), strict=True):
-                out[i] = result
-        return [r for r in out if r is not None]
+        return _enqueue.settle(prepared, calls, replies)
 
     def cancel(self, namespace: str, task_id: str) -> None:
         """Cancels a task that has not started (queued, scheduled or waiting to retry); it

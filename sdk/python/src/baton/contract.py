@@ -256,7 +256,9 @@ def extra_text(extra: Mapping[str, Any] | None) -> bytes:
 @dataclass(frozen=True)
 class TaskDocument:
     """A validated task document. ``payload`` is the payload's JSON text exactly as written in
-    the document; ``extra`` holds every top-level field that is not a contract field."""
+    the document; ``extra`` holds every top-level field that is not a contract field, and
+    ``extra_text`` the JSON object text of those fields with their values as written (numbers
+    keep their spelling: ``1.10``, ``1e400``)."""
 
     task_id: str
     namespace: str
@@ -267,6 +269,7 @@ class TaskDocument:
     created_at: int
     execution_timeout: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    extra_text: bytes = b""
 
 
 def _required(document: Mapping[str, Any], name: str) -> Any:
@@ -309,8 +312,14 @@ def parse_task_document(text: bytes | str) -> TaskDocument:
         execution_timeout = read_integer(EXECUTION_TIMEOUT, document["execution_timeout"])
     extra = {k: v for k, v in document.items() if k not in TASK_FIELDS}
     check_extra(extra, from_document=True)
+    extra_bytes = b""
+    if extra:
+        members = _jsonspan.member_texts(raw)
+        extra_bytes = b"{" + b",".join(
+            json.dumps(k, ensure_ascii=False).encode("utf-8") + b":" + members[k]
+            for k in extra) + b"}"
     return TaskDocument(task_id, namespace, task_type, payload_bytes, max_retry, delay_seconds,
-                        created_at, execution_timeout, extra)
+                        created_at, execution_timeout, extra, extra_bytes)
 
 
 __all__ = [

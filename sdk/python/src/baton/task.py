@@ -42,8 +42,11 @@ class Task:
         execution_timeout: the limit of one attempt in seconds, or None.
         extra: every other top-level field of the task document (``trace``, ``headers``,
             fields of newer producers), kept untouched.
+        extra_bytes: those fields as delivered (JSON object text, b"" for none): what
+            :meth:`to_document` writes, so their numbers keep their spelling.
         stream_id: the stream entry id of this delivery.
-        deadline: ``time.monotonic()`` value past which the attempt times out, or None.
+        deadline: ``time.monotonic()`` value (this process' clock, not Unix time) past which
+            the attempt times out, or None; :meth:`remaining` gives the seconds left.
     """
 
     __slots__ = (
@@ -54,6 +57,7 @@ class Task:
         "delay_seconds",
         "execution_timeout",
         "extra",
+        "extra_bytes",
         "id",
         "max_retry",
         "namespace",
@@ -80,6 +84,7 @@ class Task:
         stream_id: str = "",
         deadline: float | None = None,
         cancel: threading.Event | None = None,
+        extra_bytes: bytes | None = None,
     ):
         self.id = id
         self.namespace = namespace
@@ -92,6 +97,7 @@ class Task:
         self.created_at = created_at
         self.execution_timeout = execution_timeout
         self.extra = {} if extra is None else extra
+        self.extra_bytes = extra_bytes  # None: to_document serializes extra
         self.stream_id = stream_id
         self.deadline = deadline
         self._cancel = _NEVER if cancel is None else cancel
@@ -100,7 +106,8 @@ class Task:
     def cancelled(self) -> bool:
         """True once the attempt should stop: its execution_timeout passed, the lease was lost
         (another worker may run the task now) or the worker gave up waiting at shutdown. Long
-        synchronous handlers check it and return early (Python cannot stop a thread)."""
+        synchronous handlers check it and return early (Python cannot stop a thread). Always
+        False in ``executor="process"`` handlers: their child process is killed instead."""
         return self._cancel.is_set()
 
     def wait_cancelled(self, timeout: float | None = None) -> bool:
@@ -144,9 +151,13 @@ class Task:
         ]  # fmt: skip
         if self.execution_timeout is not None:
             parts += [b',"execution_timeout":', str(self.execution_timeout).encode()]
-        for key, value in self.extra.items():
-            parts += [b",", json.dumps(key, ensure_ascii=False).encode(), b":",
-                      json.dumps(value, ensure_ascii=False).encode()]
+        inner = self.extra_bytes.strip()[1:-1].strip() if self.extra_bytes else b""
+        if inner:
+            parts += [b",", inner]
+        elif self.extra_bytes is None:
+            for key, value in self.extra.items():
+                parts += [b",", json.dumps(key, ensure_ascii=False).encode(), b":",
+                          json.dumps(value, ensure_ascii=False).encode()]
         parts.append(b"}")
         return b"".join(parts)
 
@@ -196,6 +207,7 @@ def decode_entry(namespace: str, task_type: str, values: Sequence[object],
         raise MalformedEntry(
             f"payload: must be a JSON object (got {contract.json_type_name(parsed)})")
     extras: dict[str, Any] = {}
+    extra_bytes = extra if isinstance(extra, bytes) else _text(extra).encode()
     if extra:
         try:
             decoded = contract.json_loads(extra if isinstance(extra, bytes) else _text(extra))
@@ -220,4 +232,5 @@ def decode_entry(namespace: str, task_type: str, values: Sequence[object],
         extra=extras,
         stream_id=_text(sid),
         cancel=cancel,
+        extra_bytes=extra_bytes,
     )

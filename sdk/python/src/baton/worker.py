@@ -37,7 +37,8 @@ H = TypeVar("H", bound=Callable[..., Any])
 @dataclass(frozen=True)
 class RetryPolicy:
     """Backoff of failed attempts: the delay after the n-th failure is
-    ``min(base_ms * 2**(n-1), max_ms)`` plus up to 25% jitter (computed by Redis)."""
+    ``min(base_ms * 2**(n-1), max_ms)`` (computed by Redis) plus up to 25% jitter (drawn by the
+    SDK)."""
 
     base_ms: int = 2000
     max_ms: int = 600_000
@@ -163,7 +164,8 @@ class Worker:
                 module-level function).
             retry: backoff of failed attempts (default base 2 s, max 10 min).
             lease_ms: the lease of this type's tasks, 1000..86400000; 0 = the namespace's
-                ``lease_ms`` setting (30 s unless changed). Extended every lease/3.
+                ``lease_ms`` setting (30 s unless changed), read once when the worker starts.
+                Extended every lease/3.
             non_retryable: exception types that are not worth retrying.
         """
 
@@ -288,7 +290,8 @@ class Worker:
     def run(self, *, handle_signals: bool = True) -> WorkerStats:
         """Runs until SIGTERM/SIGINT (or :meth:`stop`) in a new event loop; returns the
         stats. SIGTERM or Ctrl-C stops gracefully: no new tasks, running ones get
-        ``shutdown_grace`` seconds to finish and are acked; a second one stops at once."""
+        ``shutdown_grace`` seconds to finish and are acked; a second one stops at once (running
+        tasks are left to their lease). Raises InternalError when a fetch loop failed."""
         return asyncio.run(self.serve(handle_signals=handle_signals))
 
     def start(self, timeout: float = 30.0) -> None:
