@@ -155,11 +155,22 @@ func goroutineID() uint64 {
 	return id
 }
 
-// goroutineStack is the stack of goroutine id (taken from a dump of all goroutines: only done
-// when an attempt times out).
+// maxDumpBytes bounds the dump of all goroutines goroutineStack takes.
+const maxDumpBytes = 64 << 20
+
+// goroutineStack is the stack of goroutine id (taken from a dump of all goroutines, which stops
+// the world for a moment: only done when an attempt times out). The buffer grows until the
+// dump fits, so that a process with many goroutines does not cut the handler's off.
 func goroutineStack(id uint64) string {
 	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) || len(buf) >= maxDumpBytes {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 	header := []byte("goroutine " + strconv.FormatUint(id, 10) + " [")
 	for _, block := range bytes.Split(buf, []byte("\n\n")) {
 		if bytes.HasPrefix(block, header) {

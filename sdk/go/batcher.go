@@ -32,28 +32,31 @@ type pendingEnqueue struct {
 
 // submit enqueues one prepared task and returns its result.
 func (q *queue) submit(ctx context.Context, rdb *redis.Client, p *prepared) (EnqueueResult, error) {
+	if err := ctx.Err(); err != nil {
+		return EnqueueResult{}, contextError("enqueue", err) // nothing written
+	}
 	pe := &pendingEnqueue{p: p, lead: make(chan struct{}, 1), done: make(chan struct{})}
 	q.mu.Lock()
 	q.pending = append(q.pending, pe)
 	if !q.busy {
 		q.busy = true
 		q.mu.Unlock()
-		q.send(ctx, rdb)
+		q.send(ctx, rdb, pe)
 	} else {
 		q.mu.Unlock()
 		select {
 		case <-pe.done:
 		case <-pe.lead:
-			q.send(ctx, rdb)
+			q.send(ctx, rdb, pe)
 		case <-ctx.Done():
 			if q.withdraw(pe) {
-				return EnqueueResult{}, fromRedis("enqueue", ctx.Err())
+				return EnqueueResult{}, contextError("enqueue", ctx.Err())
 			}
 			// Already taken into a call (or leading one): its outcome is coming.
 			select {
 			case <-pe.done:
 			case <-pe.lead:
-				q.send(ctx, rdb)
+				q.send(ctx, rdb, pe)
 			}
 		}
 	}
@@ -77,18 +80,22 @@ func (q *queue) withdraw(pe *pendingEnqueue) bool {
 	return false
 }
 
-// send sends one call with the pending tasks (at most enqueueCallLimit), then hands the lead to
-// the first task still pending, or marks the queue idle.
-func (q *queue) send(ctx context.Context, rdb *redis.Client) {
+// send sends one call with the pending tasks (at most enqueueCallLimit) for its caller own,
+// then hands the lead to the first task still pending, or marks the queue idle.
+func (q *queue) send(ctx context.Context, rdb *redis.Client, own *pendingEnqueue) {
 	q.mu.Lock()
 	n := min(len(q.pending), enqueueCallLimit)
 	batch := append([]*pendingEnqueue(nil), q.pending[:n]...)
 	q.pending = q.pending[n:]
 	q.mu.Unlock()
 
-	// The call serves other callers too: their tasks must not fail because this one's
-	// context ends; go-redis still applies its own timeouts.
-	q.call(context.WithoutCancel(ctx), rdb, batch)
+	// A call that carries other callers' tasks must not fail because this one's context ends
+	// (go-redis still applies its own timeouts); a call with only the caller's task honours it.
+	callCtx := ctx
+	if len(batch) != 1 || batch[0] != own {
+		callCtx = context.WithoutCancel(ctx)
+	}
+	q.call(callCtx, rdb, batch)
 	for _, pe := range batch {
 		close(pe.done)
 	}

@@ -115,6 +115,11 @@ func (c *Client) Redis() *redis.Client { return c.rdb }
 // duplicate id or a held unique key is not an error: see EnqueueResult.Outcome. Concurrent
 // Enqueue calls for the same (namespace, type) share baton_v2_enqueue calls: a task waits only
 // while a call of its queue is in flight, then goes with the others that arrived meanwhile.
+//
+// ctx: when it has ended, nothing is written and the error wraps ctx.Err() (it is not an
+// *Error). A task waiting for its call is withdrawn when ctx ends; a call carrying only this
+// task ends at ctx's deadline or cancellation, and then its outcome is unknown (unavailable):
+// retry with the same TaskID. A call shared with other callers is not cut short by this ctx.
 func (c *Client) Enqueue(ctx context.Context, ns, taskType string, payload any, opts ...EnqueueOption) (*EnqueueResult, error) {
 	req := Request{Namespace: ns, Type: taskType, Payload: payload, Options: opts}
 	ctx, end := c.startProducerSpan(ctx, []Request{req})
@@ -135,8 +140,10 @@ func (c *Client) Enqueue(ctx context.Context, ns, taskType string, payload any, 
 // EnqueueMany enqueues many tasks, batched per (namespace, type) and pipelined in one round
 // trip; the results are in request order. Every request is validated first: one invalid request
 // fails the call ("enqueue requests[3]: invalid_argument: max_retry: ...") and nothing is
-// written. If a call fails on the way (unavailable) some tasks may have been written: retry with
-// the same task ids (TaskID), which is safe, the written ones come back as Duplicate.
+// written. If a call fails on the way (unavailable) some tasks may have been written and no
+// results come back: set TaskID on every request if you want to retry safely (the written ones
+// then come back as Duplicate); ids the SDK generated are lost with the error. ctx is honoured
+// as by Enqueue (an ended ctx writes nothing).
 func (c *Client) EnqueueMany(ctx context.Context, requests []Request) ([]EnqueueResult, error) {
 	return c.enqueue(ctx, "enqueue", requests)
 }
@@ -166,6 +173,10 @@ func (c *Client) enqueue(ctx context.Context, op string, requests []Request) ([]
 			end(err)
 			return nil, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		end(err)
+		return nil, contextError(op, err) // nothing written
 	}
 	// Group by (namespace, type), keeping request order inside each group.
 	type group struct {
@@ -313,11 +324,16 @@ func payloadText(payload any) (json.RawMessage, *Error) {
 	return b, nil
 }
 
-// ceilSeconds is d in whole seconds, rounded up (the contract counts seconds).
+// ceilSeconds is d in whole seconds, rounded away from zero (the contract counts seconds): a
+// fraction of a second is never lost, and a negative duration stays negative, so validation
+// refuses it rather than taking it as 0 (no delay, no timeout).
 func ceilSeconds(d time.Duration) int64 {
 	s := int64(d / time.Second)
-	if d%time.Second > 0 {
+	switch r := d % time.Second; {
+	case r > 0:
 		s++
+	case r < 0:
+		s--
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package baton
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -19,6 +20,15 @@ func newRedis(url string, adjust []func(*redis.Options), extraPool int) (*redis.
 	// Redis 7.0 has no maintenance notifications; asking for them only costs a refused command.
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	opt.DisableIdentity = true // no CLIENT SETINFO (Redis 7.0 refuses it)
+	// A ctx deadline bounds the socket reads and writes of a call, not only the pool wait.
+	opt.ContextTimeoutEnabled = true
+	// go-redis would send a command again after a read timeout or EOF, when the first one may
+	// have run: an enqueue then answers Duplicate for its own task, an ack "gone". The SDK's
+	// callers retry themselves (the worker's loops; a producer with the same TaskID). A
+	// max_retries in the URL or WithRedisOptions still wins.
+	if opt.MaxRetries == 0 {
+		opt.MaxRetries = -1
+	}
 	for _, f := range adjust {
 		f(opt)
 	}
@@ -43,9 +53,11 @@ func checkVersion(ctx context.Context, c redis.Cmdable) error {
 	v, err := fcallVersion(ctx, c).Text()
 	if err != nil {
 		var reply redis.Error
-		if errors.As(err, &reply) { // "Function not found": no v2 library loaded
-			return versionMismatch("none")
+		if errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "ERR Function not found") {
+			return versionMismatch("none") // no v2 library loaded
 		}
+		// LOADING, BUSY, NOPERM, ...: the caller maps the reply (fromRedis); it says nothing
+		// about the library.
 		return err
 	}
 	if v != LibraryVersion {

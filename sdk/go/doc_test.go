@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// Every exported name of the package has a doc comment (a const or var inside a documented
-// group counts as documented).
+// Every exported name of the package has a doc comment, the exported fields of exported structs
+// too (a const or var inside a documented group counts as documented).
 func TestEveryExportedNameHasADocComment(t *testing.T) {
 	fset := token.NewFileSet()
 	files, _ := filepath.Glob("*.go")
@@ -40,6 +40,15 @@ func TestEveryExportedNameHasADocComment(t *testing.T) {
 					case *ast.TypeSpec:
 						if s.Name.IsExported() && d.Doc == nil && s.Doc == nil {
 							missing = append(missing, fset.Position(s.Pos()).String()+" "+s.Name.Name)
+						}
+						if st, ok := s.Type.(*ast.StructType); ok && s.Name.IsExported() {
+							for _, field := range st.Fields.List {
+								for _, n := range field.Names {
+									if n.IsExported() && field.Doc == nil && field.Comment == nil {
+										missing = append(missing, fset.Position(n.Pos()).String()+" "+s.Name.Name+"."+n.Name)
+									}
+								}
+							}
 						}
 					case *ast.ValueSpec:
 						for _, n := range s.Names {
@@ -84,12 +93,32 @@ func TestReadmeCodeIsFromTheExamples(t *testing.T) {
 	for _, b := range blocks {
 		for _, line := range strings.Split(string(b[1]), "\n") {
 			line = strings.TrimSpace(line)
-			if line == "" || line == "..." || strings.HasPrefix(line, "import") || strings.HasPrefix(line, "baton \"") {
+			if line == "" || line == "..." || line == "package main" || line == "func main() {" ||
+				strings.HasPrefix(line, "import") || strings.HasPrefix(line, "baton \"") {
 				continue
 			}
 			if !strings.Contains(string(examples), line) {
 				t.Errorf("README line not in example_test.go: %s", line)
 			}
+		}
+	}
+	// The quick start is the whole of Example, in order, so that it runs as copied.
+	body := regexp.MustCompile(`(?s)\nfunc Example\(\) \{\n(.*?)\t// Output:`).FindSubmatch(examples)
+	if body == nil {
+		t.Fatal("no Example in example_test.go")
+	}
+	quick := strings.Split(string(blocks[0][1]), "\n")
+	i := 0
+	for _, line := range strings.Split(string(body[1]), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		for i < len(quick) && strings.TrimSpace(quick[i]) != line {
+			i++
+		}
+		if i == len(quick) {
+			t.Fatalf("the README's quick start lacks (or reorders) this line of Example: %s", line)
 		}
 	}
 }

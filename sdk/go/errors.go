@@ -100,10 +100,14 @@ type redisErrorRule struct {
 
 // fromRedis turns what go-redis returned into an *Error of the contract: the library's
 // BATON_* replies keep their words, Redis' own replies map by prefix, anything on the way
-// (a broken connection, a timeout, a cancelled context) is unavailable.
+// (a broken connection, a timeout) is unavailable. The caller's own context ending is no
+// error of Redis: it stays a context error (see contextError).
 func fromRedis(op string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return contextError(op, err)
 	}
 	var e *Error
 	if errors.As(err, &e) {
@@ -134,6 +138,13 @@ func fromRedis(op string, err error) error {
 	}
 	// A broken connection, a timeout, a cancelled context: Unwrap still shows which.
 	return &Error{Op: op, Code: CodeUnavailable, Message: err.Error(), Err: err}
+}
+
+// contextError is the error of a call whose context ended: errors.Is(err, context.Canceled)
+// (or DeadlineExceeded) holds, and it is not an *Error, so it never reads as the retryable
+// unavailable.
+func contextError(op string, err error) error {
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // isConnectionError reports whether err says nothing about the command but that the connection
@@ -191,7 +202,9 @@ func (e *stackError) Unwrap() error { return e.err }
 // PanicError is the error a handler's recovered panic becomes (its attempt fails with it,
 // kind "error"); Value is what was passed to panic and Stack where it happened.
 type PanicError struct {
+	// Value is what the handler passed to panic.
 	Value any
+	// Stack is the handler goroutine's stack where the panic was recovered.
 	Stack string
 }
 

@@ -2,6 +2,7 @@ package baton
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -149,7 +150,11 @@ func (r *runner) poolLoop() {
 
 // runOne runs one delivered task and hands its outcome to the fetcher.
 func (r *runner) runOne(d *delivery) {
-	st := &attemptState{id: d.id, sid: d.sid, heartbeat: true, cancelCause: func(error) {}}
+	// The context exists before the attempt is registered, so that a lease lost (or an
+	// abandon) from then on reaches the handler.
+	ctx, cancel := context.WithCancelCause(r.w.baseCtx)
+	defer cancel(nil)
+	st := &attemptState{id: d.id, sid: d.sid, heartbeat: true, cancelCause: cancel}
 	r.mu.Lock()
 	if r.abandoned { // delivered but never started: left to the lease
 		r.inFlight--
@@ -169,8 +174,6 @@ func (r *runner) runOne(d *delivery) {
 		r.report(st, outcome{kind: kindMalformed, message: "malformed task: " + derr.Error()})
 		return
 	}
-	ctx, cancel := context.WithCancelCause(r.w.baseCtx)
-	defer cancel(nil)
 	hctx := ctx
 	var deadline time.Time
 	if t.ExecutionTimeout > 0 {
@@ -181,10 +184,6 @@ func (r *runner) runOne(d *delivery) {
 	}
 	r.mu.Lock() // the lease keeper reads the attempt's state
 	st.deadline = deadline
-	st.cancelCause = cancel
-	if st.abandoned { // abandon() came between the two locks
-		cancel(ErrWorkerStopping)
-	}
 	r.mu.Unlock()
 	hctx, endSpan := handlerContext(hctx, r.w.tracer, t)
 	report := func(out outcome) {
@@ -271,7 +270,7 @@ func (r *runner) fetchLoop() {
 			}
 			continue
 		}
-		delivered, last, err := r.exchange(batch, count)
+		delivered, last, redo, err := r.exchange(batch, count)
 		if err != nil {
 			r.logError("round trip", err)
 			if abandoned { // Redis is unreachable and the worker gave up: the leases decide
@@ -280,9 +279,10 @@ func (r *runner) fetchLoop() {
 				}
 				return
 			}
-			// Sent again after the reconnect: an ack or fail that did run answers gone / stale.
+			// Sent again after the reconnect (or once Redis serves them): an ack or fail that
+			// did run answers gone / stale.
 			r.mu.Lock()
-			r.completions = append(batch, r.completions...)
+			r.completions = append(redo, r.completions...)
 			r.mu.Unlock()
 			r.sleep(bo.Next())
 			continue
@@ -322,21 +322,26 @@ func (r *runner) exitFetcher() {
 
 // exchange sends the completions (acks batched, then one fail each) and, when count > 0, a
 // dequeue, in one pipeline. It returns the delivered tasks and, when none came, the id to block
-// after. An error is a failure of the connection (or of the version check on reconnecting):
-// nothing of the answer is known and the caller sends the completions again.
-func (r *runner) exchange(batch []completion, count int) ([]*delivery, string, error) {
+// after. On an error, redo is what the caller sends again: every completion when the connection
+// failed (or the version check on reconnecting), nothing of the answer being known; else those
+// whose ack or fail Redis refused with an error reply (e.g. "Function not found" while
+// 'baton init' reloads the library).
+func (r *runner) exchange(batch []completion, count int) (delivered []*delivery, last string, redo []completion, err error) {
 	ctx := context.Background()
 	cfg := &r.w.cfg
 	consumer := r.w.consumer
 	pipe := r.w.rdb.Pipeline()
 	var ackCmds []*redis.Cmd
+	var acked [][]completion // the completions of each ack call
 	var failCmds []*redis.Cmd
 	var failed []completion
 	var acks []ackItem
+	var ackedNow []completion
 	flushAcks := func() {
 		if len(acks) > 0 {
 			ackCmds = append(ackCmds, fcallAck(ctx, pipe, r.keys, cfg.group, consumer, len(acks), acks))
-			acks = nil
+			acked = append(acked, ackedNow)
+			acks, ackedNow = nil, nil
 		}
 	}
 	for _, c := range batch {
@@ -344,6 +349,7 @@ func (r *runner) exchange(batch []completion, count int) ([]*delivery, string, e
 			continue
 		}
 		acks = append(acks, ackItem{ID: c.id, SID: c.sid})
+		ackedNow = append(ackedNow, c)
 		if len(acks) == acksPerCall {
 			flushAcks()
 		}
@@ -366,25 +372,42 @@ func (r *runner) exchange(batch []completion, count int) ([]*delivery, string, e
 		deq = fcallDequeue(ctx, pipe, r.keys, cfg.group, consumer, count, r.leaseMs)
 	}
 	if err := execPipeline(ctx, pipe); err != nil {
-		return nil, "", err
+		return nil, "", batch, err
 	}
-	r.countAcks(ackCmds)
-	r.countFails(failCmds, failed)
-	if deq == nil {
-		return nil, "", nil
+	redo, err = r.countAcks(ackCmds, acked)
+	redoFails, failErr := r.countFails(failCmds, failed)
+	redo = append(redo, redoFails...)
+	if err == nil {
+		err = failErr
 	}
-	if err := deq.Err(); err != nil {
+	if deq != nil {
+		if derr := deq.Err(); derr != nil && err == nil {
+			err = fromRedis("dequeue", derr)
+		}
+	}
+	if err != nil {
 		// E.g. the library is being reloaded: wait with a growing backoff, do not spin.
-		return nil, "", fromRedis("dequeue", err)
+		return nil, "", redo, err
 	}
-	return parseDequeue(deq.Val())
+	if deq == nil {
+		return nil, "", nil, nil
+	}
+	delivered, last, err = parseDequeue(deq.Val())
+	return delivered, last, nil, err
 }
 
-func (r *runner) countAcks(cmds []*redis.Cmd) {
-	for _, cmd := range cmds {
-		statuses, err := cmd.StringSlice()
-		if err != nil {
-			r.logError("baton_v2_ack", err)
+// countAcks counts the confirmed acks; an ack call refused with an error reply returns its
+// completions, to be sent again, and the error.
+func (r *runner) countAcks(cmds []*redis.Cmd, acked [][]completion) (redo []completion, err error) {
+	for i, cmd := range cmds {
+		statuses, cerr := cmd.StringSlice()
+		if cerr != nil {
+			if again(cmd.Err()) {
+				redo = append(redo, acked[i]...)
+				err = fromRedis("ack", cerr)
+				continue
+			}
+			r.logError("baton_v2_ack", cerr)
 			continue
 		}
 		for _, s := range statuses {
@@ -393,13 +416,21 @@ func (r *runner) countAcks(cmds []*redis.Cmd) {
 			}
 		}
 	}
+	return redo, err
 }
 
-func (r *runner) countFails(cmds []*redis.Cmd, failed []completion) {
+// countFails counts the recorded failures; a fail refused with an error reply is returned, to
+// be sent again, with the error.
+func (r *runner) countFails(cmds []*redis.Cmd, failed []completion) (redo []completion, err error) {
 	for i, cmd := range cmds {
-		v, err := cmd.Slice()
-		if err != nil || len(v) < 2 {
-			r.logError("baton_v2_fail "+failed[i].id, err)
+		if again(cmd.Err()) {
+			redo = append(redo, failed[i])
+			err = fromRedis("fail", cmd.Err())
+			continue
+		}
+		v, cerr := cmd.Slice()
+		if cerr != nil || len(v) < 2 {
+			r.logError("baton_v2_fail "+failed[i].id, cerr)
 			continue
 		}
 		switch v[0] {
@@ -413,6 +444,18 @@ func (r *runner) countFails(cmds []*redis.Cmd, failed []completion) {
 			r.w.stats.dead.Add(1)
 		}
 	}
+	return redo, err
+}
+
+// again reports whether an ack or fail refused with err is worth sending again: Redis could not
+// serve it now (the library is missing or being reloaded, LOADING, BUSY, OOM, ...). A contract
+// refusal (invalid_argument) or an unknown reply (internal) would be refused again: logged.
+func again(err error) bool {
+	if err == nil {
+		return false
+	}
+	var e *Error
+	return !errors.As(fromRedis("", err), &e) || e.Code != CodeInvalidArgument && e.Code != CodeInternal
 }
 
 // heldTasks lists the attempts to heartbeat: running, not past their deadline, lease not lost,

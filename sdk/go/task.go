@@ -142,7 +142,7 @@ func (t *Task) MarshalJSON() ([]byte, error) {
 	str(t.Type)
 	b.WriteString(`,"payload":`)
 	if len(t.Payload) == 0 {
-		b.WriteString("{}")
+		b.WriteString("null") // a task without its payload is invalid: show it, do not hide it
 	} else {
 		b.Write(t.Payload)
 	}

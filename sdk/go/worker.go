@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
@@ -89,8 +90,16 @@ func NewWorker(redisURL string, opts ...WorkerOption) (*Worker, error) {
 		return nil, workerInvalid("concurrency", "must be at least 1 (got "+strconv.Itoa(cfg.concurrency)+")")
 	case cfg.fetchBatch < 1 || cfg.fetchBatch > 1000:
 		return nil, workerInvalid("fetch_batch", "must be 1..1000 (got "+strconv.Itoa(cfg.fetchBatch)+")")
-	case cfg.group == "" || cfg.service == "":
-		return nil, workerInvalid("group", "group and service must not be empty")
+	case cfg.block < time.Millisecond:
+		return nil, workerInvalid("block", "must be at least 1ms (got "+cfg.block.String()+")")
+	case cfg.shutdownGrace < 0:
+		return nil, workerInvalid("shutdown_grace", "must not be negative (got "+cfg.shutdownGrace.String()+")")
+	}
+	if err := checkWorkerName("group", cfg.group); err != nil {
+		return nil, err
+	}
+	if err := checkWorkerName("service", cfg.service); err != nil {
+		return nil, err
 	}
 	if err := checkRetry(cfg.retry); err != nil {
 		return nil, err
@@ -111,6 +120,20 @@ func NewWorker(redisURL string, opts ...WorkerOption) (*Worker, error) {
 
 func workerInvalid(field, rule string) *Error {
 	return &Error{Op: "worker", Code: CodeInvalidArgument, Field: field, Message: rule}
+}
+
+// checkWorkerName refuses an empty group or service name, or one with spaces or control characters
+// (they would garble the consumer name in `baton pending` and the error records).
+func checkWorkerName(field, name string) *Error {
+	if name == "" {
+		return workerInvalid(field, "must not be empty")
+	}
+	for _, c := range name {
+		if unicode.IsSpace(c) || unicode.IsControl(c) {
+			return workerInvalid(field, "must not contain spaces or control characters (got "+strconv.Quote(name)+")")
+		}
+	}
+	return nil
 }
 
 func checkRetry(p RetryPolicy) *Error {
@@ -263,8 +286,10 @@ func (w *Worker) Run(ctx context.Context) error {
 // Shutdown stops gracefully: no new tasks are fetched, running handlers may finish until ctx
 // ends, and their outcomes are recorded. Handlers still running then are cancelled
 // (ErrWorkerStopping) and left to the lease: another worker takes their tasks once it expires.
-// It returns ctx.Err() in that case, nil otherwise. Safe to call more than once and from any
-// goroutine; a second call waits for the first.
+// It returns ctx.Err() in that case, nil otherwise. With Redis unreachable it may return a few
+// seconds after ctx ends: it waits for the calls in flight, which end at go-redis' dial and read
+// timeouts. Safe to call more than once and from any goroutine; a second call waits for the
+// first.
 func (w *Worker) Shutdown(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started {

@@ -12,8 +12,10 @@ import (
 // RetryPolicy is the backoff of failed attempts: after the n-th failure the task waits
 // min(Base * 2^(n-1), Max) plus up to 25% jitter (computed by baton_v2_fail on the server).
 type RetryPolicy struct {
+	// Base is the wait after the first failure (at least 1 ms).
 	Base time.Duration
-	Max  time.Duration
+	// Max caps the wait (at least Base).
+	Max time.Duration
 }
 
 // DefaultRetryPolicy is Baton's: base 2 s, max 10 min (contract/task.schema.json).
@@ -52,14 +54,16 @@ type workerOption func(*workerConfig)
 
 func (o workerOption) applyWorker(c *workerConfig) { o(c) }
 
-// WithGroup sets the consumer group (default "baton"). Every worker of a (namespace, type), in
-// every language, shares one group: a task is one unit of work, acked once.
+// WithGroup sets the consumer group (default "baton"; not empty, no spaces or control
+// characters). Every worker of a (namespace, type), in every language, shares one group: a task
+// is one unit of work, acked once.
 func WithGroup(group string) WorkerOption {
 	return workerOption(func(c *workerConfig) { c.group = group })
 }
 
 // WithService sets the first part of the consumer name "<service>:<host>:<pid>:<random>"
-// (default "worker"); it shows in `baton pending` and in every error record.
+// (default "worker"; not empty, no spaces or control characters); it shows in `baton pending`
+// and in every error record.
 func WithService(service string) WorkerOption {
 	return workerOption(func(c *workerConfig) { c.service = service })
 }
@@ -76,13 +80,14 @@ func WithFetchBatch(n int) WorkerOption {
 }
 
 // WithBlock sets how long an idle type waits in XREAD BLOCK between dequeue calls (default 5 s):
-// an idle type costs Redis two commands per block.
+// an idle type costs Redis two commands per block. It must be at least 1 ms.
 func WithBlock(d time.Duration) WorkerOption {
 	return workerOption(func(c *workerConfig) { c.block = d })
 }
 
 // WithShutdownGrace sets how long Run lets running handlers finish after its context ends
-// (default 10 s). Shutdown takes its grace from its own context instead.
+// (default 10 s; 0 cancels them at once, a negative grace is refused). Shutdown takes its grace
+// from its own context instead.
 func WithShutdownGrace(d time.Duration) WorkerOption {
 	return workerOption(func(c *workerConfig) { c.shutdownGrace = d })
 }
