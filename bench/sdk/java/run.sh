@@ -21,7 +21,7 @@ mkdir -p "$out"
   mvn -B -q -Dstyle.color=never -DskipTests -Dmaven.javadoc.skip=true -Dmaven.source.skip=true package &&
   mvn -B -q -Dstyle.color=never dependency:build-classpath -Dmdep.includeScope=runtime \
     -Dmdep.outputFile="$out/deps.classpath") >"$out/mvn.log" 2>&1 || { cat "$out/mvn.log" >&2; exit 1; }
-cp="$repo/sdk/java/target/baton-sdk-0.2.0.jar:$(cat "$out/deps.classpath")"
+cp="$repo/sdk/java/target/classes:$(cat "$out/deps.classpath")"  # no jar name: no version to keep in step
 javac --release 17 -d "$out/classes" -cp "$cp" "$here/src/Bench.java"
 
 dir=$(mktemp -d)

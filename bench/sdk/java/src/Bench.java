@@ -34,7 +34,7 @@ public final class Bench {
     record Result(String name, int tasks, double seconds, double cpuSeconds) {
         @Override
         public String toString() {
-            return String.format("%-26s %9.0f tasks/s  redis cpu %6.2f us/task  (%d tasks in %.2f s)", name,
+            return String.format("%-34s %9.0f tasks/s  redis cpu %6.2f us/task  (%d tasks in %.2f s)", name,
                     tasks / seconds, cpuSeconds * 1e6 / tasks, tasks, seconds);
         }
     }
@@ -94,7 +94,7 @@ public final class Bench {
             }
             ExecutorService pool = Executors.newFixedThreadPool(producers);
             AtomicInteger next = new AtomicInteger();
-            results.add(timed("java enqueue (1/call)", tasks, () -> {
+            results.add(timed("java enqueue (1/call, coalesced)", tasks, () -> {
                 List<Future<?>> fs = new ArrayList<>();
                 for (int p = 0; p < producers; p++) {
                     fs.add(pool.submit(() -> {

@@ -74,10 +74,24 @@ final class AckBatcher implements Runnable {
             args.add(utf8(i.id()));
             args.add(utf8(i.sid()));
         }
+        int[] tries = {0};
         try {
-            Object reply = ctx.retrying("ack", () -> ctx.redis.fcall(Protocol.ACK, keys, List.of(), args));
+            Object reply = ctx.retrying("ack", () -> {
+                tries[0]++;
+                return ctx.redis.fcall(Protocol.ACK, keys, List.of(), args);
+            });
             if (reply != null) {
-                ctx.counters.succeeded.add(Replies.list(reply).size());
+                // "done", or "stale_done" (the lease had expired but this success is the one
+                // recorded); "gone" records nothing (deleted meanwhile), unless the call was
+                // retried: then a first try that timed out may have recorded it
+                for (Object status : Replies.list(reply)) {
+                    if (tries[0] > 1 || !Replies.string(status).equals("gone")) {
+                        ctx.counters.succeeded.increment();
+                    }
+                }
+            } else {
+                WorkerContext.LOG.log(System.Logger.Level.ERROR, "ack of " + batch.size() + " tasks not sent: the worker"
+                        + " stopped while Redis was unavailable (their leases will expire and they will run again)");
             }
         } catch (BatonException e) {
             WorkerContext.LOG.log(System.Logger.Level.ERROR, "ack of " + batch.size() + " tasks failed: "

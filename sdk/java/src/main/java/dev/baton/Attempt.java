@@ -26,15 +26,32 @@ final class Attempt {
         this.task = task;
     }
 
+    /**
+     * Starts the handler.
+     *
+     * @throws java.util.concurrent.RejectedExecutionException when the type's executor refuses it
+     *     (nothing is left behind: no timer, not counted as running)
+     */
     void start() {
-        // The deadline is set before the handler can run, so that the handler always sees it.
-        task.executionTimeout().ifPresent(limit -> task.deadline(Instant.now().plus(limit)));
-        future = runner.executor().submit(this::execute);
-        task.executionTimeout().ifPresent(limit ->
-                timer = runner.ctx().timers.schedule(this::timeOut, limit.toMillis(), TimeUnit.MILLISECONDS));
+        // The deadline is set before the handler can run, so that the handler always sees it; the
+        // timer is armed before the submit, so that a fast handler's finish() always finds it.
+        task.executionTimeout().ifPresent(limit -> {
+            task.deadline(Instant.now().plus(limit));
+            timer = runner.ctx().timers.schedule(this::timeOut, limit.toMillis(), TimeUnit.MILLISECONDS);
+        });
+        try {
+            future = runner.executor().submit(this::execute);
+        } catch (RuntimeException e) {
+            settled.set(true);
+            finish();
+            throw e;
+        }
     }
 
     private void execute() {
+        if (settled.get()) {
+            return; // timed out (or the worker gave up on it) before it got a thread
+        }
         thread = Thread.currentThread();
         Tracing.Span span = Tracing.startConsumer("baton.process " + task.taskType(), task.traceparent().orElse(null),
                 "baton.namespace", task.namespace(), "baton.task_type", task.taskType(),
@@ -52,11 +69,16 @@ final class Attempt {
         // own timeout or lost lease is cleared by the executor before the thread's next task
         Thread.interrupted();
         if (settled.compareAndSet(false, true)) {
-            finish();
-            if (error == null) {
-                runner.acks().add(task.taskId(), task.streamId());
-            } else {
-                runner.fail(task, Failure.of(error));
+            // The outcome is queued (ack) or recorded (fail) before the attempt stops counting as
+            // running: a graceful shutdown waits for running attempts, then sends the queued acks.
+            try {
+                if (error == null) {
+                    runner.acks().add(task.taskId(), task.streamId());
+                } else {
+                    runner.fail(task, Failure.of(error));
+                }
+            } finally {
+                finish();
             }
         }
     }
@@ -96,12 +118,19 @@ final class Attempt {
         WorkerContext.LOG.log(System.Logger.Level.WARNING, "lease of " + task + " was taken back; handler interrupted");
     }
 
-    /** Interrupts a handler still running at the end of a shutdown's grace period. */
+    /**
+     * Interrupts a handler still running at the end of a shutdown's grace period. Its outcome is
+     * dropped (no ack, no fail): the task is left to its lease and runs again elsewhere.
+     */
     void abandon() {
+        if (!settled.compareAndSet(false, true)) {
+            return;
+        }
         Future<?> f = future;
         if (f != null) {
             f.cancel(true);
         }
+        finish();
     }
 
     private void finish() {

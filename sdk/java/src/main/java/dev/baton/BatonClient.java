@@ -120,7 +120,7 @@ public final class BatonClient implements AutoCloseable {
         List<String> ids = new ArrayList<>(batch.size());
         args.add(utf8(Integer.toString(batch.size())));
         for (TaskRequest r : batch) {
-            String id = r.taskId() != null ? r.taskId() : UuidV7.generate(now);
+            String id = r.taskId();
             ids.add(id);
             ObjectNode extra = r.extraRef();
             String traceparent = extra.has("trace") ? null : Tracing.currentTraceparent();

@@ -85,7 +85,8 @@ public class BatonException extends RuntimeException {
             }
         }
         for (String[] row : ErrorCode.REDIS_ERRORS) {
-            if (text.startsWith(row[0])) {
+            // by whole words: BUSYGROUP is not BUSY
+            if (text.equals(row[0]) || text.startsWith(row[0] + " ")) {
                 ErrorCode c = ErrorCode.valueOf(row[1].toUpperCase(java.util.Locale.ROOT));
                 return new BatonException(c, text + " (" + row[2] + ")", cause);
             }

@@ -42,7 +42,9 @@ public final class TaskRequest {
     private TaskRequest(Builder b) {
         namespace = b.namespace;
         taskType = b.taskType;
-        taskId = b.taskId;
+        // made here, not at enqueue: sending the same request again (after a timeout, say) is
+        // then idempotent
+        taskId = b.taskId != null ? b.taskId : UuidV7.generate();
         payload = b.payload;
         maxRetry = b.maxRetry;
         delaySeconds = b.delaySeconds;
@@ -92,7 +94,8 @@ public final class TaskRequest {
     }
 
     /**
-     * @return the id given to the builder, or null (a UUIDv7 is made at enqueue)
+     * @return the id given to the builder, or the UUIDv7 made by {@link Builder#build()}: enqueueing
+     *     the same request twice enqueues one task
      */
     public String taskId() {
         return taskId;
@@ -246,12 +249,22 @@ public final class TaskRequest {
         }
 
         /**
-         * @param d delay before the first run, whole seconds, up to one year
+         * @param d delay before the first run, whole seconds, up to one year (for a finer time use
+         *     {@link #runAt(Instant)})
          * @return this
+         * @throws BatonException {@code invalid_argument} ({@code delay_seconds}) for a fraction of
+         *     a second, rather than dropping it
          */
         public Builder delay(Duration d) {
-            this.delaySeconds = d.getSeconds();
+            this.delaySeconds = wholeSeconds("delay_seconds", d);
             return this;
+        }
+
+        private static long wholeSeconds(String field, Duration d) {
+            if (d.getNano() != 0) {
+                throw BatonException.invalid(field, "must be whole seconds (got " + d + ")");
+            }
+            return d.getSeconds();
         }
 
         /**
@@ -266,9 +279,12 @@ public final class TaskRequest {
         /**
          * @param d the limit of one attempt, whole seconds 1..86400
          * @return this
+         * @throws BatonException {@code invalid_argument} ({@code execution_timeout}) for a
+         *     fraction of a second or a value out of range
          */
         public Builder executionTimeout(Duration d) {
-            this.executionTimeout = (int) Math.min(Integer.MAX_VALUE, d.getSeconds());
+            this.executionTimeout = (int) Rules.range("execution_timeout", wholeSeconds("execution_timeout", d), 1,
+                    Rules.TIMEOUT_MAX);
             return this;
         }
 
@@ -320,7 +336,7 @@ public final class TaskRequest {
          */
         public Builder uniqueKey(String key, Duration ttl) {
             this.uniqueKey = key;
-            this.uniqueTtlSeconds = ttl.getSeconds();
+            this.uniqueTtlSeconds = wholeSeconds("unique_ttl_s", ttl);
             return this;
         }
 

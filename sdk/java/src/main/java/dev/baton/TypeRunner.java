@@ -89,8 +89,9 @@ final class TypeRunner implements Runnable {
             int used = 0;
             try {
                 used = fetch(want);
-            } catch (BatonException e) {
-                WorkerContext.LOG.log(System.Logger.Level.ERROR, "dequeue " + keys + ": " + e.getMessage());
+            } catch (RuntimeException e) {
+                // whatever it is, the loop carries on: a dead fetch thread would stop the type for good
+                WorkerContext.LOG.log(System.Logger.Level.ERROR, "dequeue " + keys + ": " + e, e);
                 WorkerContext.sleep(1000);
             } finally {
                 slots.release(want - used);
@@ -102,7 +103,9 @@ final class TypeRunner implements Runnable {
     private int fetch(int count) {
         List<byte[]> args = List.of(utf8(ctx.group), utf8(ctx.consumer), utf8(Integer.toString(count)),
                 utf8(Long.toString(leaseMs())));
-        Object reply = ctx.retrying("dequeue", () -> ctx.redis.fcall(Protocol.DEQUEUE, keys, List.of(), args));
+        // a fetch that fails while the worker stops is not retried (the shutdown must not wait for Redis)
+        Object reply = ctx.retrying("dequeue", () -> !ctx.fetching,
+                () -> ctx.redis.fcall(Protocol.DEQUEUE, keys, List.of(), args));
         if (reply == null) {
             return 0;
         }
@@ -110,7 +113,7 @@ final class TypeRunner implements Runnable {
         List<Object> flat = Replies.list(r.get(0));
         if (flat.isEmpty()) {
             lastId = Replies.string(r.get(1));
-            ctx.retrying("xread", () -> {
+            ctx.retrying("xread", () -> !ctx.fetching, () -> {
                 ctx.redis.waitForEntries(keys.key(Protocol.KeyKind.STREAM), lastId, ctx.blockMs);
                 return Boolean.TRUE;
             });
@@ -131,7 +134,7 @@ final class TypeRunner implements Runnable {
         Task task;
         try {
             task = decode(sid, id, payload, e);
-        } catch (BatonException bad) {
+        } catch (RuntimeException bad) {
             ctx.counters.malformed.increment();
             Task shell = new Task(id, keys.namespace(), keys.type(), sid, payload, null, 0, 0, 0, null, 0, null);
             slots.release();
@@ -141,7 +144,14 @@ final class TypeRunner implements Runnable {
         }
         Attempt a = new Attempt(this, task);
         running.put(sid, a);
-        a.start();
+        try {
+            a.start();
+        } catch (RuntimeException rejected) {
+            // e.g. a given executor that is shut down or has a full bounded queue: start() has
+            // freed the slot; the attempt is failed (retried after the backoff), not stranded
+            fail(task, new Failure("error", "the executor of " + keys + " did not take the task: " + rejected,
+                    Failure.stackOf(rejected)));
+        }
     }
 
     private Task decode(String sid, String id, byte[] payload, List<Object> e) {
@@ -187,14 +197,24 @@ final class TypeRunner implements Runnable {
                 Double.toString(ThreadLocalRandom.current().nextDouble())}) {
             args.add(utf8(s));
         }
-        ctx.counters.failed.increment();
+        int[] tries = {0};
         try {
-            Object reply = ctx.retrying("fail", () -> ctx.redis.fcall(Protocol.FAIL, keys, List.of(), args));
+            Object reply = ctx.retrying("fail", () -> {
+                tries[0]++;
+                return ctx.redis.fcall(Protocol.FAIL, keys, List.of(), args);
+            });
             if (reply != null) {
+                // "stale": the task is no longer ours (taken back, deleted), nothing was recorded;
+                // after a retried call, a first try that timed out may have recorded it
                 String status = Replies.string(Replies.list(reply).get(0));
+                if (status.equals("stale") && tries[0] > 1) {
+                    ctx.counters.failed.increment();
+                }
                 if (status.equals("retry")) {
+                    ctx.counters.failed.increment();
                     ctx.counters.retried.increment();
                 } else if (status.equals("dead")) {
+                    ctx.counters.failed.increment();
                     ctx.counters.dead.increment();
                 }
             }

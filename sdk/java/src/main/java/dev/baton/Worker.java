@@ -10,8 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -43,7 +42,10 @@ public final class Worker implements AutoCloseable {
             redis.close();
             throw e;
         }
-        ScheduledExecutorService timers = Executors.newScheduledThreadPool(2, Threads.daemon("baton-timer"));
+        ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(2, Threads.daemon("baton-timer"));
+        // An attempt's timeout timer is cancelled when it finishes; without this it would stay
+        // queued (pinning the task and its payload) until its deadline, up to 24 h later.
+        timers.setRemoveOnCancelPolicy(true);
         ctx = new WorkerContext(redis, b.group, b.consumer, b.retry, b.batch, b.blockMs, timers,
                 Threads.perTask("baton-background"));
         maintenance = b.maintenance;
@@ -113,6 +115,9 @@ public final class Worker implements AutoCloseable {
             throw new IllegalStateException("no handler registered");
         }
         started = true;
+        // each type's idle fetch holds a connection for its whole XREAD BLOCK and its ack thread
+        // may hold another; the rest (fails, heartbeats, maintenance) share what is left
+        ctx.redis.ensureConnections(2 * runners.size() + 32);
         for (TypeRunner r : runners.values()) {
             String name = r.keys().namespace() + "/" + r.keys().type();
             threads.add(daemon("baton-fetch-" + name, r));
@@ -136,8 +141,9 @@ public final class Worker implements AutoCloseable {
 
     /**
      * Stops gracefully: no new fetches; running attempts get {@code grace} to finish and are
-     * acked or failed; what still runs after that is interrupted and left to its lease (it runs
-     * again elsewhere); queued acks are sent; connections close. Idempotent.
+     * acked or failed; what still runs after that is interrupted and left to its lease, with no
+     * failure recorded (it runs again elsewhere); queued acks are sent; connections close. Calls
+     * that Redis does not answer stop retrying when the grace ends. Idempotent.
      *
      * @param grace how long running attempts may take
      */
@@ -148,6 +154,7 @@ public final class Worker implements AutoCloseable {
         stopped = true;
         ctx.fetching = false;
         long end = System.nanoTime() + grace.toNanos();
+        ctx.giveUpAt(end);
         joinFetchers(end);
         while (System.nanoTime() < end && runners.values().stream().anyMatch(r -> r.runningCount() > 0)) {
             WorkerContext.sleep(20);
@@ -211,6 +218,11 @@ public final class Worker implements AutoCloseable {
      */
     public WorkerStats stats() {
         return ctx.counters.snapshot();
+    }
+
+    /** @return timers still queued (heartbeats, maintenance, running attempts' timeouts); for tests */
+    int pendingTimers() {
+        return ((ScheduledThreadPoolExecutor) ctx.timers).getQueue().size();
     }
 
     /** Settings of a {@link Worker}. */

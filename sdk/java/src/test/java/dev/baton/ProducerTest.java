@@ -170,6 +170,41 @@ class ProducerTest extends Fixtures {
         assertTrue(BatonException.fromRedisError("LOADING Redis is loading", null).retryable());
         assertEquals(ErrorCode.VERSION_MISMATCH,
                 BatonException.fromRedisError("ERR Function not found", null).code());
+        // by whole first word: BUSY is retryable, BUSYGROUP / BUSYKEY are not BUSY
+        assertEquals(ErrorCode.UNAVAILABLE, BatonException.fromRedisError("BUSY Redis is busy running a script", null).code());
+        assertEquals(ErrorCode.INTERNAL,
+                BatonException.fromRedisError("BUSYGROUP Consumer Group name already exists", null).code());
+        assertEquals(ErrorCode.INTERNAL, BatonException.fromRedisError("BUSYKEY Target key name already exists", null).code());
+    }
+
+    @Test
+    void durationsAreWholeSecondsOrRefused() {
+        // no silent truncation: 500 ms is not "no delay", 1.5 s is not 1 s
+        assertField("delay_seconds", () -> TaskRequest.builder("n", "t").delay(Duration.ofMillis(500)).build());
+        assertField("execution_timeout", () -> TaskRequest.builder("n", "t")
+                .executionTimeout(Duration.ofMillis(1500)).build());
+        assertField("unique_ttl_s", () -> TaskRequest.builder("n", "t")
+                .uniqueKey("k", Duration.ofMillis(2500)).build());
+        // a huge negative value must not wrap into range through an int cast
+        assertField("execution_timeout", () -> TaskRequest.builder("n", "t")
+                .executionTimeout(Duration.ofSeconds(-(1L << 32) + 5)).build());
+        assertEquals(5, TaskRequest.builder("n", "t").executionTimeout(Duration.ofSeconds(5)).build().executionTimeout());
+    }
+
+    @Test
+    void sendingTheSameRequestAgainIsIdempotent() {
+        String ns = newNamespace();
+        try (BatonClient c = client()) {
+            TaskRequest req = TaskRequest.builder(ns, "t").build();
+            assertTrue(req.taskId() != null, "the id is made by build()");
+            EnqueueResult first = c.enqueue(req);
+            EnqueueResult again = c.enqueue(req); // e.g. a retry after a timed-out call
+            assertEquals(EnqueueStatus.QUEUED, first.status());
+            assertEquals(EnqueueStatus.DUPLICATE, again.status());
+            assertEquals(first.taskId(), again.taskId());
+            assertEquals(List.of(EnqueueStatus.DUPLICATE), c.enqueueAll(List.of(req)).stream()
+                    .map(EnqueueResult::status).toList());
+        }
     }
 
     @Test

@@ -133,6 +133,23 @@ final class RedisServer implements AutoCloseable {
         }
     }
 
+    /** Freezes the server (SIGSTOP): connections stay open, calls hang, the data is kept. */
+    void pause() throws Exception {
+        signal("-STOP");
+    }
+
+    /** Lets a paused server go on (SIGCONT). */
+    void resume() throws Exception {
+        signal("-CONT");
+    }
+
+    private void signal(String sig) throws Exception {
+        Process p = new ProcessBuilder("kill", sig, Long.toString(process.pid())).inheritIO().start();
+        if (p.waitFor() != 0) {
+            throw new IOException("kill " + sig + " " + process.pid() + " failed");
+        }
+    }
+
     String url() {
         return "redis://127.0.0.1:" + port;
     }

@@ -31,4 +31,24 @@ class UuidV7Test {
             assertTrue(seen.add(UuidV7.generate(1722489600000L)));
         }
     }
+
+    @Test
+    void idsSortInCreationOrderByBatonsRule() {
+        // many ids share a millisecond: rand_a is then a counter (src/core/uuid7.cpp), so the
+        // texts still sort in creation order; it starts below 2048 on each new millisecond
+        String prev = UuidV7.generate();
+        int sameMs = 0;
+        for (int i = 0; i < 20000; i++) {
+            String id = UuidV7.generate();
+            assertTrue(id.compareTo(prev) > 0, prev + " then " + id);
+            if (UuidV7.timestamp(id) == UuidV7.timestamp(prev)) {
+                sameMs++;
+            } else {
+                int randA = Integer.parseInt(id.substring(15, 18), 16);
+                assertTrue(randA < 2048, id);
+            }
+            prev = id;
+        }
+        assertTrue(sameMs > 1000, "ids made within one millisecond: " + sameMs);
+    }
 }

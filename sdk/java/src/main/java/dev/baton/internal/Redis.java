@@ -43,6 +43,19 @@ public final class Redis implements AutoCloseable {
         }
     }
 
+    /**
+     * Raises the pool size (never lowers it).
+     *
+     * @param n the connections the caller may hold at once
+     */
+    public void ensureConnections(int n) {
+        var pool = client.getPool();
+        if (pool.getMaxTotal() < n) {
+            pool.setMaxTotal(n);
+            pool.setMaxIdle(n);
+        }
+    }
+
     /** @return the URL this gateway connects to */
     public String url() {
         return url;
