@@ -10,7 +10,7 @@ import { prepareDocument, prepareRequest, type EnqueueOptions, type PreparedTask
 import { readEnqueueReply, type EnqueueResult } from './enqueue_reply.js';
 import { checkName, checkTaskId } from './task_rules.js';
 import type { TaskFields } from './task_document.js';
-import { activeTraceparent, loadOtel } from './tracing.js';
+import { loadOtel, ProducerSpans } from './tracing.js';
 
 /** Tasks per baton_v2_enqueue call (as the C++ client). */
 const MAX_PER_CALL = 256;
@@ -18,7 +18,10 @@ const MAX_PER_CALL = 256;
 export interface ClientOptions extends Omit<LinkOptions, 'name'> {
   /** "redis://[user:password@]host:port[/db]"; default BATON_REDIS_URL or redis://127.0.0.1:6379. */
   redis?: string;
-  /** Attach the active OpenTelemetry span as trace.traceparent (default true; needs @opentelemetry/api). */
+  /**
+   * OpenTelemetry (needs @opentelemetry/api): a PRODUCER span per task enqueued without a trace,
+   * carried as trace.traceparent (default true).
+   */
   tracing?: boolean;
 }
 
@@ -37,6 +40,8 @@ export class Client {
   private readonly link: RedisLink;
   private readonly tracing: boolean;
   private readonly knownNamespaces = new Set<string>();
+  /** The link's connection count knownNamespaces was filled on (a new connection may be a new Redis). */
+  private knownOn = 0;
   private otel: Awaited<ReturnType<typeof loadOtel>> = null;
 
   private constructor(link: RedisLink, tracing: boolean) {
@@ -64,27 +69,31 @@ export class Client {
    * A duplicate id or a held unique key is a result, not an error.
    */
   async enqueue(namespace: string, taskType: string, payload: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
-    const prepared = prepareRequest({ namespace, taskType, payload, options }, nowSeconds(), this.defaultTrace());
-    return (await this.submit([prepared]))[0] as EnqueueResult;
+    const spans = this.producerSpans();
+    return (await this.traced(spans, () => this.submit([prepareRequest({ namespace, taskType, payload, options }, nowSeconds(), this.traceFor(spans))])))[0] as EnqueueResult;
   }
 
   /**
    * Enqueues many tasks in one round trip (one call per 256 tasks of one namespace and type);
    * results in request order. Every request is checked first: one invalid request fails the
    * whole call ("requests[3]: max_retry: ...") and nothing is written. If Redis fails part-way,
-   * retrying with the same task ids is safe: those already written come back as duplicates.
+   * it throws an EnqueueError with every request's task id (generated ones included) and the
+   * results Redis confirmed; retrying with those ids is safe: tasks already written come back
+   * as duplicates.
    */
   async enqueueMany(requests: readonly TaskRequest[]): Promise<EnqueueResult[]> {
     const createdAt = nowSeconds();
-    const trace = this.defaultTrace();
-    const prepared = requests.map((r, i) => {
-      try {
-        return prepareRequest(r, createdAt, trace);
-      } catch (e) {
-        throw e instanceof BatonError && requests.length > 1 ? e.withContext(`requests[${i}]`) : e;
-      }
+    const spans = this.producerSpans();
+    return this.traced(spans, () => {
+      const prepared = requests.map((r, i) => {
+        try {
+          return prepareRequest(r, createdAt, this.traceFor(spans));
+        } catch (e) {
+          throw e instanceof BatonError && requests.length > 1 ? e.withContext(`requests[${i}]`) : e;
+        }
+      });
+      return this.submit(prepared);
     });
-    return this.submit(prepared);
   }
 
   /** Enqueues a complete task document (e.g. parseTaskDocument's result) exactly as it is. */
@@ -132,16 +141,37 @@ export class Client {
     await this.link.close();
   }
 
-  private defaultTrace() {
-    const traceparent = this.tracing ? activeTraceparent(this.otel) : undefined;
-    return traceparent === undefined ? undefined : { traceparent };
+  private producerSpans(): ProducerSpans | undefined {
+    return this.tracing && this.otel !== null ? new ProducerSpans(this.otel) : undefined;
+  }
+
+  private traceFor(spans: ProducerSpans | undefined) {
+    return spans === undefined ? undefined : (ns: string, type: string, id: string) => spans.start(ns, type, id);
+  }
+
+  /** Runs the enqueue, then ends its producer spans (with the error, if it failed). */
+  private async traced<T>(spans: ProducerSpans | undefined, fn: () => Promise<T>): Promise<T> {
+    if (spans === undefined) return fn();
+    try {
+      const out = await fn();
+      spans.end();
+      return out;
+    } catch (e) {
+      spans.end(e);
+      throw e;
+    }
   }
 
   private async submit(tasks: readonly PreparedTask[]): Promise<EnqueueResult[]> {
     if (tasks.length === 0) return [];
     const redis = await this.link.ready();
     const pipeline = redis.pipeline();
-    // baton:v2:namespaces is a plain directory for the CLI: one SADD per new namespace.
+    // baton:v2:namespaces is a plain directory for the CLI: one SADD per new namespace (again
+    // after a reconnect: Redis may have restarted without its data).
+    if (this.knownOn !== this.link.connections) {
+      this.knownNamespaces.clear();
+      this.knownOn = this.link.connections;
+    }
     const fresh = [...new Set(tasks.map((t) => t.namespace))].filter((ns) => !this.knownNamespaces.has(ns));
     if (fresh.length > 0) pipeline.sadd(GLOBAL_KEYS.namespaces, ...fresh);
     const calls = planCalls(tasks);
@@ -152,19 +182,20 @@ export class Client {
       const [cmd, args] = commandOf(enqueueCall(first.namespace, first.taskType, items, uniques));
       pipeline.call(cmd, ...args);
     }
+    const taskIds = tasks.map((t) => t.taskId);
     let replies: [Error | null, unknown][] | null;
     try {
       replies = await pipeline.exec();
     } catch (e) {
-      throw fromRedisError(e, 'enqueue');
+      throw new EnqueueError(fromRedisError(e, 'enqueue'), taskIds, new Array<EnqueueResult | undefined>(tasks.length).fill(undefined));
     }
-    if (replies === null) throw new BatonError('unavailable', 'enqueue: pipeline aborted');
+    if (replies === null) throw new EnqueueError(new BatonError('unavailable', 'enqueue: pipeline aborted'), taskIds, new Array<EnqueueResult | undefined>(tasks.length).fill(undefined));
     let next = 0;
     if (fresh.length > 0) {
       if (replies[next]?.[0] == null) for (const ns of fresh) this.knownNamespaces.add(ns);
       next++;
     }
-    const results = new Array<EnqueueResult>(tasks.length);
+    const results = new Array<EnqueueResult | undefined>(tasks.length).fill(undefined);
     let firstError: BatonError | undefined;
     for (const c of calls) {
       const [err, reply] = replies[next++] ?? [new Error('missing reply'), null];
@@ -177,8 +208,28 @@ export class Client {
         results[c[k] as number] = r;
       });
     }
-    if (firstError) throw firstError;
-    return results;
+    if (firstError) throw new EnqueueError(firstError, taskIds, results);
+    return results as EnqueueResult[];
+  }
+}
+
+/**
+ * The error of an enqueue call that Redis failed, wholly or part-way (e.g. a call of an
+ * enqueueMany refused with OOM, or the connection lost). `code` and `field` are those of the
+ * cause. `taskIds` are the ids of every request in request order, generated ones included;
+ * `results` holds what Redis confirmed (undefined where unknown). Sending the same requests again
+ * with these ids is safe: tasks already written come back as `duplicate`.
+ */
+export class EnqueueError extends BatonError {
+  readonly taskIds: readonly string[];
+  readonly results: readonly (EnqueueResult | undefined)[];
+
+  constructor(cause: BatonError, taskIds: readonly string[], results: readonly (EnqueueResult | undefined)[]) {
+    const written = results.filter((r) => r !== undefined).length;
+    super(cause.code, `${cause.message} (${written} of ${taskIds.length} tasks confirmed; error.taskIds has the ids to retry with)`,
+      { field: cause.field, hint: cause.hint, cause });
+    this.taskIds = taskIds;
+    this.results = results;
   }
 }
 

@@ -18,7 +18,10 @@ export interface EnqueueOptions {
   maxRetry?: number;
   /** Seconds before the first run, 0..31536000 (default 0). */
   delaySeconds?: number;
-  /** Absolute first-run time (Date or Unix ms); overrides delaySeconds for scheduling. */
+  /**
+   * Absolute first-run time (Date or Unix ms), instead of delaySeconds (giving both is an error);
+   * the task's delay_seconds records the whole seconds from now to it, as in the other SDKs.
+   */
   runAt?: Date | number;
   /** Limit of one attempt in seconds, 1..86400; past it the attempt fails as a timeout. */
   executionTimeout?: number;
@@ -79,21 +82,37 @@ function scheduling(taskId: string, ns: string, type: string, fields: Omit<Enque
 /**
  * Checks a request in schema order (task_id, namespace, task_type, payload, max_retry,
  * delay_seconds, created_at, execution_timeout, extra) and encodes it. `createdAt` is Unix s.
- * `trace` is the trace context to use when the request has none. Throws invalid_argument.
+ * `traceFor` gives the trace context of a request that has none (e.g. its producer span's).
+ * Throws invalid_argument.
  */
-export function prepareRequest(request: TaskRequest, createdAt: number, trace?: TraceContext): PreparedTask {
+export function prepareRequest(request: TaskRequest, createdAt: number,
+  traceFor?: (namespace: string, taskType: string, taskId: string) => TraceContext | undefined): PreparedTask {
   const o = request.options ?? {};
   const taskId = checkTaskId(o.taskId ?? newTaskId());
   const ns = checkName('namespace', request.namespace);
   const type = checkName('task_type', request.taskType);
   const payload = encodePayload(request.payload);
   const maxRetry = readInteger(MAX_RETRY_RULE, o.maxRetry ?? DEFAULT_MAX_RETRY);
-  const delaySeconds = readInteger(DELAY_SECONDS_RULE, o.delaySeconds ?? 0);
+  let delaySeconds = readInteger(DELAY_SECONDS_RULE, o.delaySeconds ?? 0);
+  if (o.runAt !== undefined) {
+    if (delaySeconds !== 0) throw invalidArgument('run_at', 'cannot be combined with delaySeconds (give one of them)');
+    const at = o.runAt instanceof Date ? o.runAt.getTime() : o.runAt;
+    if (isInt(at)) {
+      delaySeconds = Math.max(0, Math.round((at - Date.now()) / 1000));
+      if (delaySeconds > DELAY_SECONDS_RULE.max) {
+        throw invalidArgument('run_at', `must be at most ${DELAY_SECONDS_RULE.max} s (365 days) ahead, the limit of delay_seconds (got ${delaySeconds} s ahead)`);
+      }
+    }
+  }
   readInteger(CREATED_AT_RULE, createdAt);
   const timeout = o.executionTimeout === undefined ? '' : readInteger(EXECUTION_TIMEOUT_RULE, o.executionTimeout);
   const extra: Record<string, unknown> = { ...(o.extra ?? {}) };
-  if (o.trace !== undefined) extra.trace = o.trace;
-  else if (trace !== undefined && extra.trace === undefined) extra.trace = trace;
+  if (o.trace !== undefined) {
+    extra.trace = o.trace;
+  } else if (traceFor !== undefined && extra.trace === undefined) {
+    const trace = traceFor(ns, type, taskId);
+    if (trace !== undefined) extra.trace = trace;
+  }
   if (o.headers !== undefined) extra.headers = o.headers;
   checkExtra(extra);
   const extraText = Object.keys(extra).length === 0 ? '' : stringifyJson(extra);

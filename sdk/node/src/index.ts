@@ -5,14 +5,14 @@
  *
  * @packageDocumentation
  */
-export { Client, type ClientOptions, type NamespaceSettings } from './client.js';
+export { Client, EnqueueError, type ClientOptions, type NamespaceSettings } from './client.js';
 export type { EnqueueOptions, TaskRequest } from './enqueue_request.js';
 export type {
   EnqueueResult, EnqueueStatus, QueuedResult, ScheduledResult, DuplicateResult, UniqueConflictResult,
 } from './enqueue_reply.js';
 export {
   Worker, type WorkerOptions, type TypeOptions, type ThreadedTypeOptions, type WorkerStats, type TypeStats,
-  type Handler, type TaskContext, type FailedAttempt,
+  type Handler, type TaskContext, type FailedAttempt, type StrayError,
 } from './worker.js';
 export { Task, type PayloadParse, type TraceContext } from './task.js';
 export type { ThreadTask } from './thread_pool.js';

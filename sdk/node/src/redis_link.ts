@@ -39,6 +39,8 @@ export class RedisLink {
   private readonly connectTimeoutMs: number;
   // The socket whose library version was checked; a reconnect makes a new one.
   private checkedStream: unknown = null;
+  /** Counts connections checked so far: a change means Redis may have restarted (or been flushed). */
+  connections = 0;
   private closed = false;
   /** The last connection error ioredis reported (for messages). */
   lastError: Error | undefined;
@@ -77,6 +79,7 @@ export class RedisLink {
     if (stream !== this.checkedStream) {
       await this.checkVersion();
       this.checkedStream = stream;
+      this.connections++;
     }
     return r;
   }

@@ -28,49 +28,46 @@ export interface ThreadTask {
   payload: unknown;
 }
 
-// Runs inside each thread (serialized with Function.prototype.toString: self-contained, plain JS).
-/* c8 ignore start */
-function threadMain(): void {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { parentPort, workerData } = require('node:worker_threads');
-  const controllers = new Map<number, AbortController>();
-  const handler: Promise<(task: unknown, ctx: unknown) => unknown> = import(workerData.module).then((m) => {
-    const h = m.default ?? m.handler;
-    if (typeof h !== 'function') throw new Error(`${workerData.module} exports no default (or "handler") function`);
-    return h;
-  });
-  const describe = (e: unknown) => {
-    const err = e as { name?: unknown; message?: unknown; stack?: unknown; nonRetryable?: unknown } | null;
-    return {
-      name: typeof err?.name === 'string' ? err.name : 'Error',
-      message: typeof err?.message === 'string' ? err.message : String(e),
-      stack: typeof err?.stack === 'string' ? err.stack : '',
-      nonRetryable: err?.nonRetryable === true,
-    };
-  };
-  parentPort.on('message', async (msg: { type: string; id: number; task?: Record<string, unknown>; reason?: string }) => {
-    if (msg.type === 'abort') {
-      controllers.get(msg.id)?.abort(new Error(msg.reason ?? 'aborted'));
-      return;
-    }
-    const ac = new AbortController();
-    controllers.set(msg.id, ac);
-    try {
-      const h = await handler;
-      const task = msg.task as Record<string, unknown>;
-      task.payload = JSON.parse(task.payloadText as string);
-      await h(task, { signal: ac.signal, attempt: task.attempt });
-      parentPort.postMessage({ type: 'done', id: msg.id, ok: true });
-    } catch (e) {
-      parentPort.postMessage({ type: 'done', id: msg.id, ok: false, error: describe(e) });
-    } finally {
-      controllers.delete(msg.id);
-    }
-  });
-}
-/* c8 ignore stop */
-
-const THREAD_CODE = `(${threadMain.toString()})()`;
+// Runs inside each thread. Kept as plain JavaScript text, not a function serialized with
+// toString(): the CommonJS build compiles import() to require() plus a module-level helper that
+// does not exist in the thread. The module is loaded once; the thread says "ready" or "loadError"
+// (a rejection nobody handled would kill the thread, and its replacement, forever).
+const THREAD_CODE = `'use strict';
+const { parentPort, workerData } = require('node:worker_threads');
+const controllers = new Map();
+const describe = (e) => ({
+  name: typeof e?.name === 'string' ? e.name : 'Error',
+  message: typeof e?.message === 'string' ? e.message : String(e),
+  stack: typeof e?.stack === 'string' ? e.stack : '',
+  nonRetryable: e?.nonRetryable === true,
+});
+const handler = import(workerData.module).then((m) => {
+  const h = m.default ?? m.handler;
+  if (typeof h !== 'function') throw new Error(workerData.module + ' exports no default (or "handler") function');
+  return h;
+});
+handler.then(() => parentPort.postMessage({ type: 'ready' }),
+  (e) => parentPort.postMessage({ type: 'loadError', error: describe(e) }));
+parentPort.on('message', async (msg) => {
+  if (msg.type === 'abort') {
+    controllers.get(msg.id)?.abort(new Error(msg.reason ?? 'aborted'));
+    return;
+  }
+  const ac = new AbortController();
+  controllers.set(msg.id, ac);
+  try {
+    const h = await handler;
+    const task = msg.task;
+    task.payload = JSON.parse(task.payloadText);
+    await h(task, { signal: ac.signal, attempt: task.attempt });
+    parentPort.postMessage({ type: 'done', id: msg.id, ok: true });
+  } catch (e) {
+    parentPort.postMessage({ type: 'done', id: msg.id, ok: false, error: describe(e) });
+  } finally {
+    controllers.delete(msg.id);
+  }
+});
+`;
 
 interface Job {
   id: number;
@@ -86,6 +83,10 @@ interface Slot {
   job: Job | undefined;
   /** Terminated or failed: takes no job, replaced when its 'exit' comes. */
   dead: boolean;
+  /** The handler module loaded in this thread. */
+  loaded: boolean;
+  /** Resolves once loaded; rejects when the module cannot be loaded. */
+  ready: Promise<void>;
 }
 
 function rebuildError(e: { name: string; message: string; stack: string; nonRetryable: boolean }): Error {
@@ -102,6 +103,8 @@ export class ThreadPool {
   private readonly queue: Job[] = [];
   private nextId = 1;
   private closed = false;
+  /** The handler module failed to load: no thread is started again, every task fails with this. */
+  private broken: Error | undefined;
 
   /** `module`: a file URL or path of an ES module (or CJS file) exporting the handler as default. */
   constructor(module: string | URL, private readonly size: number, private readonly terminateAfterMs: number,
@@ -110,13 +113,32 @@ export class ThreadPool {
     this.module = /^[a-z][a-z0-9+.-]*:/i.test(m) ? m : pathToFileURL(m).href;
   }
 
-  start(): void {
+  /** Starts the threads; rejects when the handler module cannot be loaded in them. */
+  async start(): Promise<void> {
     for (let i = 0; i < this.size; i++) this.slots.push(this.spawn());
+    await Promise.all(this.slots.map((s) => s.ready));
   }
 
   private spawn(): Slot {
-    const slot: Slot = { thread: new Thread(THREAD_CODE, { eval: true, workerData: { module: this.module } }), job: undefined, dead: false };
+    let settle: (e?: Error) => void = () => undefined;
+    const ready = new Promise<void>((resolve, reject) => {
+      settle = (e) => (e === undefined ? resolve() : reject(e));
+    });
+    ready.catch(() => undefined); // start() reports it; later on, loadFailed() does
+    const slot: Slot = { thread: new Thread(THREAD_CODE, { eval: true, workerData: { module: this.module } }), job: undefined, dead: false, loaded: false, ready };
     slot.thread.on('message', (msg: { type: string; id: number; ok: boolean; error?: Parameters<typeof rebuildError>[0] }) => {
+      if (msg.type === 'ready') {
+        slot.loaded = true;
+        settle();
+        return;
+      }
+      if (msg.type === 'loadError') {
+        const e = msg.error as Parameters<typeof rebuildError>[0];
+        const err = new Error(`handler module ${this.module} failed to load: ${e.name}: ${e.message}`);
+        settle(err);
+        this.loadFailed(err);
+        return;
+      }
       const job = slot.job;
       if (msg.type !== 'done' || job === undefined || job.id !== msg.id) return;
       this.finish(slot, msg.ok ? undefined : rebuildError(msg.error as Parameters<typeof rebuildError>[0]));
@@ -129,14 +151,31 @@ export class ThreadPool {
     });
     slot.thread.on('exit', (code) => {
       slot.dead = true;
-      this.finish(slot, new Error(`handler thread exited with code ${code}`));
-      if (!this.closed) {
+      const err = new Error(`handler thread exited with code ${code}`);
+      settle(err);
+      this.finish(slot, err);
+      // A thread that never loaded the module would die again when replaced: stop there.
+      if (!slot.loaded && !this.closed) this.loadFailed(new Error(`handler thread of ${this.module} exited with code ${code} before the module loaded`));
+      if (!this.closed && this.broken === undefined) {
         const index = this.slots.indexOf(slot);
         if (index >= 0) this.slots[index] = this.spawn();
         this.pump();
       }
     });
     return slot;
+  }
+
+  /** The module cannot be loaded: fail what waits and every later task; start no more threads. */
+  private loadFailed(e: Error): void {
+    if (this.broken !== undefined || this.closed) return;
+    this.broken = e;
+    this.onThreadError(e.message);
+    for (const job of this.queue.splice(0)) job.reject(e);
+    for (const s of this.slots) {
+      s.dead = true;
+      this.finish(s, e);
+      void s.thread.terminate();
+    }
   }
 
   private finish(slot: Slot, error: Error | undefined): void {
@@ -152,6 +191,7 @@ export class ThreadPool {
   /** Runs `task` on the next idle thread; rejects with the handler's error. */
   run(task: Task, signal: AbortSignal): Promise<void> {
     if (this.closed) return Promise.reject(new Error('handler threads are closed'));
+    if (this.broken !== undefined) return Promise.reject(this.broken);
     return new Promise<void>((resolve, reject) => {
       const copy: ThreadTask = {
         taskId: task.taskId, namespace: task.namespace, taskType: task.taskType, maxRetry: task.maxRetry,

@@ -1,13 +1,15 @@
 // W3C trace context across languages, and OpenTelemetry spans when the application has
 // @opentelemetry/api installed (an optional peer dependency: nothing here needs it).
 //
-// Producer: a task enqueued while an OpenTelemetry span is active carries that span's context as
-// trace.traceparent (unless the caller gave a trace). Worker: each attempt runs inside a CONSUMER
-// span "<namespace>/<task_type> process" whose parent is the task's traceparent; the handler's
-// own spans nest under it. Without the package (or with tracing off), only the field travels.
+// Producer: each task enqueued without a trace of its own gets a PRODUCER span "send
+// <namespace>/<task_type>" (child of the active span, ended when the enqueue call returns) and
+// carries its context as trace.traceparent (+ tracestate). Worker: each attempt runs inside a
+// CONSUMER span "process <namespace>/<task_type>" whose parent is the task's traceparent; the
+// handler's own spans nest under it. Names and attributes as the Python SDK (OpenTelemetry
+// messaging conventions). Without the package (or with tracing off), only the field travels.
 
 /** The subset of @opentelemetry/api this module uses (kept local so its types are optional). */
-interface SpanContext { traceId: string; spanId: string; traceFlags: number; isRemote?: boolean; traceState?: unknown }
+interface SpanContext { traceId: string; spanId: string; traceFlags: number; isRemote?: boolean; traceState?: { serialize(): string } }
 interface Span {
   spanContext(): SpanContext;
   setAttribute(key: string, value: string | number | boolean): unknown;
@@ -26,6 +28,7 @@ interface OtelApi {
   };
   context: { active(): unknown; with<T>(ctx: unknown, fn: () => T): T };
   ROOT_CONTEXT: unknown;
+  createTraceState?(raw: string): { serialize(): string };
   SpanKind: { CONSUMER: number; PRODUCER: number };
   SpanStatusCode: { ERROR: number; OK: number };
 }
@@ -63,13 +66,43 @@ export function formatTraceparent(sc: { traceId: string; spanId: string; traceFl
   return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 }
 
-/** The traceparent of the active span, if OpenTelemetry is present and a valid span is active. */
-export function activeTraceparent(api: OtelApi | null): string | undefined {
-  if (api === null) return undefined;
-  const span = api.trace.getActiveSpan();
-  if (span === undefined) return undefined;
-  const sc = span.spanContext();
-  return api.trace.isSpanContextValid(sc) ? formatTraceparent(sc) : undefined;
+/** The PRODUCER spans of one enqueue call (one per task), ended together after the call. */
+export class ProducerSpans {
+  private readonly spans: Span[] = [];
+
+  constructor(private readonly api: OtelApi | null) {}
+
+  /** Starts the task's span; returns the trace field to send (undefined: none). */
+  start(namespace: string, taskType: string, taskId: string): { traceparent: string; tracestate?: string } | undefined {
+    const api = this.api;
+    if (api === null) return undefined;
+    const span = api.trace.getTracer('@baton/client').startSpan(`send ${namespace}/${taskType}`, {
+      kind: api.SpanKind.PRODUCER,
+      attributes: {
+        'messaging.system': 'baton', 'messaging.operation.type': 'send',
+        'messaging.destination.name': `${namespace}/${taskType}`, 'messaging.message.id': taskId,
+      },
+    }, api.context.active());
+    // No tracer provider (the API alone): nothing records; pass the active span on, if any.
+    const carried = span.isRecording() ? span : api.trace.getActiveSpan();
+    if (span.isRecording()) this.spans.push(span);
+    if (carried === undefined) return undefined;
+    const sc = carried.spanContext();
+    if (!api.trace.isSpanContextValid(sc)) return undefined;
+    const tracestate = sc.traceState?.serialize();
+    return tracestate ? { traceparent: formatTraceparent(sc), tracestate } : { traceparent: formatTraceparent(sc) };
+  }
+
+  end(error?: unknown): void {
+    const api = this.api;
+    for (const span of this.spans.splice(0)) {
+      if (error !== undefined && api !== null) {
+        span.recordException(error);
+        span.setStatus({ code: api.SpanStatusCode.ERROR, message: String((error as Error)?.message ?? error) });
+      }
+      span.end();
+    }
+  }
 }
 
 /** A started consumer span of one attempt, and how to run code inside it and end it. */
@@ -78,13 +111,15 @@ export interface AttemptSpan {
   end(error?: unknown): void;
 }
 
-/** A CONSUMER span for an attempt, child of `traceparent` when valid; undefined without OTel. */
-export function startAttemptSpan(api: OtelApi | null, name: string, traceparent: unknown,
+/** A CONSUMER span for an attempt, child of `trace.traceparent` when valid; undefined without OTel. */
+export function startAttemptSpan(api: OtelApi | null, name: string, trace: { traceparent?: unknown; tracestate?: unknown } | undefined,
   attributes: Record<string, string | number>): AttemptSpan | undefined {
   if (api === null) return undefined;
-  const parent = parseTraceparent(traceparent);
+  const parent = parseTraceparent(trace?.traceparent);
+  const traceState = typeof trace?.tracestate === 'string' && trace.tracestate !== '' && api.createTraceState
+    ? api.createTraceState(trace.tracestate) : undefined;
   const base = parent === undefined ? api.ROOT_CONTEXT
-    : api.trace.setSpanContext(api.ROOT_CONTEXT, { ...parent, isRemote: true });
+    : api.trace.setSpanContext(api.ROOT_CONTEXT, { ...parent, isRemote: true, ...(traceState ? { traceState } : {}) });
   const span = api.trace.getTracer('@baton/client').startSpan(name, { kind: api.SpanKind.CONSUMER, attributes }, base);
   // No tracer provider registered (the API alone is installed): nothing records, skip the cost.
   if (!span.isRecording()) return undefined;

@@ -57,6 +57,18 @@ export interface RunnerHost {
   startSpan(task: Task): AttemptSpan | undefined;
   /** An attempt failed (for the Worker's "failed" event). */
   attemptFailed(info: FailedAttempt): void;
+  /** A failure escaped code started by a handler after its attempt ended (for the "strayError" event). */
+  strayAfterEnd(info: StrayError): void;
+}
+
+/** A rejection or exception from code a handler started, after that attempt had ended. */
+export interface StrayError {
+  readonly namespace: string;
+  readonly taskType: string;
+  readonly taskId: string;
+  /** "unhandled rejection" or "uncaught exception". */
+  readonly how: string;
+  readonly error: unknown;
 }
 
 export interface FailedAttempt {
@@ -92,6 +104,8 @@ class Running implements AttemptScope {
   timer: NodeJS.Timeout | undefined;
   heartbeating = true;
   done = false;
+  /** The handler's promise settled (it may outlive the attempt: a timeout, a lost lease). */
+  settled = false;
   abandoned = false;
   span: AttemptSpan | undefined;
 
@@ -119,7 +133,10 @@ export class TypeRunner {
   private readonly streamKey: string;
   private readonly running = new Set<Running>();
   private completions: Completion[] = [];
+  /** Delivered tasks holding a concurrency slot: running attempts plus zombies. */
   private inFlight = 0;
+  /** Handlers still running after their attempt ended (timeout, lost lease, stray error): they keep their slot. */
+  private zombies = 0;
   private stopping = false;
   private abandoning = false;
   private inXread = false;
@@ -145,6 +162,11 @@ export class TypeRunner {
     return this.running.size;
   }
 
+  /** Handlers that ignored their AbortSignal and still run after their attempt ended. */
+  get zombieCount(): number {
+    return this.zombies;
+  }
+
   // ---- shutdown, in this order (Worker.stop) ----
 
   /** 1. Stop fetching; finished tasks are still acked. */
@@ -154,9 +176,9 @@ export class TypeRunner {
     if (this.inXread && this.inFlight === 0) this.link.dropConnection();
   }
 
-  /** 2. True once no task is in flight and every outcome was sent. */
+  /** 2. True once no attempt is running and every outcome was sent (zombies have nothing left to send). */
   get drained(): boolean {
-    return this.inFlight === 0 && this.completions.length === 0;
+    return this.inFlight - this.zombies === 0 && this.completions.length === 0;
   }
 
   /** 3. Aborts every running attempt and leaves it to its lease; the loop sends what finished and exits. */
@@ -211,8 +233,11 @@ export class TypeRunner {
   strayError(r: Running, e: unknown, how: string): void {
     this.host.counters.strayErrors++;
     if (r.done) {
+      // Too late to fail the task, and it is still the handler's code (or a resource it created):
+      // reported, never a crash. The application may act on the event.
       this.host.warn(`${how} from ${this.settings.ns}/${this.settings.type} task ${r.task.taskId} after its attempt ended: ` +
         `${e instanceof Error ? e.message : String(e)}`);
+      this.host.strayAfterEnd({ namespace: this.settings.ns, taskType: this.settings.type, taskId: r.task.taskId, how, error: e });
       return;
     }
     r.ac.abort(e);
@@ -231,7 +256,15 @@ export class TypeRunner {
     r.done = true;
     if (r.timer) clearTimeout(r.timer);
     this.running.delete(r);
-    this.inFlight--;
+    if (r.settled) {
+      this.inFlight--;
+    } else if (!r.abandoned) {
+      // The handler ignores its AbortSignal. It keeps its concurrency slot until it settles, so
+      // retries of stuck handlers cannot pile up beyond the type's concurrency.
+      this.zombies++;
+      this.host.warn(`${this.settings.ns}/${this.settings.type} task ${r.task.taskId}: the handler is still running after its attempt ` +
+        `ended (${outcome?.message ?? 'abandoned'}); it keeps its concurrency slot until it returns: make it honour context.signal`);
+    }
     try {
       r.span?.end(outcome?.kind ? new Error(outcome.message) : undefined);
     } catch (e) {
@@ -282,11 +315,24 @@ export class TypeRunner {
       const call = () => s.handler(task, context);
       const onSync = (ms: number) => this.host.handlerSync(s.ns, s.type, task.taskId, ms);
       const attempt = r.span ? r.span.run(() => runInBoundary(r, call, onSync)) : runInBoundary(r, call, onSync);
-      void attempt.then((outcome) => this.complete(r, outcome));
+      void attempt.then((outcome) => this.handlerSettled(r, outcome));
     } catch (e) {
       // A failure of the worker itself around the handler: fail this attempt, keep the loop.
+      r.settled = true;
       this.complete(r, outcomeOfError(e, 'baton worker'));
     }
+  }
+
+  private handlerSettled(r: Running, outcome: Outcome): void {
+    r.settled = true;
+    if (!r.done) {
+      this.complete(r, outcome);
+      return;
+    }
+    // A zombie (or an abandoned attempt) finally returned: its slot is free again.
+    this.inFlight--;
+    if (!r.abandoned) this.zombies--;
+    this.notify();
   }
 
   private onDeadline(r: Running): void {
@@ -306,7 +352,7 @@ export class TypeRunner {
 
   private waitForWork(): Promise<void> | undefined {
     const ready = this.completions.length > 0 || this.abandoning ||
-      (this.stopping ? this.inFlight === 0 : this.inFlight < this.settings.concurrency);
+      (this.stopping ? this.inFlight - this.zombies === 0 : this.inFlight < this.settings.concurrency);
     if (ready) return undefined;
     return new Promise((resolve) => {
       this.wake = resolve;
@@ -421,8 +467,14 @@ export class TypeRunner {
       const [err, reply] = replies[i] ?? [new Error('no reply'), null];
       if (err !== null) {
         const e = fromRedisError(err, c.call.fn);
-        if (e.code === 'unavailable' || e.code === 'version_mismatch') resend.push(...c.completions);
-        else this.host.warn(`${s.ns}/${s.type}: ${e.message}`);
+        // Retryable (unavailable, resource_exhausted: an OOM refusal) or the library is being
+        // reloaded: send again, or a success would run twice and a failure's record be lost.
+        if (e.retryable || e.code === 'version_mismatch') {
+          resend.push(...c.completions);
+          if (e.code !== 'unavailable') this.host.warn(`${s.ns}/${s.type}: ${e.message} (sent again after a pause)`);
+        } else {
+          this.host.warn(`${s.ns}/${s.type}: ${e.message}`);
+        }
         return;
       }
       if (c.call.fn.endsWith('_ack')) {
@@ -452,7 +504,8 @@ export class TypeRunner {
     const block = this.inFlight > 0 ? Math.min(this.settings.blockMs, BUSY_BLOCK_MS) : this.settings.blockMs;
     this.inXread = true;
     try {
-      await redis.callBuffer('XREAD', 'BLOCK', block, 'STREAMS', this.streamKey, lastId);
+      // COUNT 1: only a wake-up; baton_v2_dequeue reads the entries (and their payloads) itself.
+      await redis.callBuffer('XREAD', 'COUNT', 1, 'BLOCK', block, 'STREAMS', this.streamKey, lastId);
     } catch {
       // A broken connection (or our own drop at shutdown): the loop reconnects or exits.
     } finally {

@@ -21,9 +21,9 @@ import { consoleLogger, silentLogger, type Logger } from './logger.js';
 import { checkName } from './task_rules.js';
 import type { PayloadParse, Task } from './task.js';
 import { loadOtel, startAttemptSpan, type AttemptSpan } from './tracing.js';
-import { TypeRunner, type Counters, type FailedAttempt, type Handler, type RunnerHost } from './type_runner.js';
+import { TypeRunner, type Counters, type FailedAttempt, type Handler, type RunnerHost, type StrayError } from './type_runner.js';
 
-export type { Handler, TaskContext, FailedAttempt } from './type_runner.js';
+export type { Handler, TaskContext, FailedAttempt, StrayError } from './type_runner.js';
 
 export interface TypeOptions {
   /** Attempts of this type run at once (default WorkerOptions.defaultConcurrency). */
@@ -78,6 +78,8 @@ export interface TypeStats {
   readonly namespace: string;
   readonly taskType: string;
   readonly running: number;
+  /** Handlers still running after their attempt ended (they ignored the AbortSignal): each holds a concurrency slot. */
+  readonly zombies: number;
   /** Times a handler of this type blocked the event loop past the threshold (or was running when it was). */
   readonly blockedCount: number;
   readonly maxBlockedMs: number;
@@ -114,8 +116,10 @@ function retryPolicy(retry: Partial<RetryPolicy> | undefined): RetryPolicy {
 
 /**
  * Events: "failed" (FailedAttempt, after Redis recorded a failed attempt), "blocked"
- * (BlockReport, a handler blocked the event loop), "warning" (message). Never "error": a worker
- * does not throw at its owner; connection trouble is retried and reported as warnings.
+ * (BlockReport, a handler blocked the event loop), "strayError" (StrayError, a rejection or
+ * exception from code a handler started, after its attempt ended: too late to fail the task),
+ * "warning" (message). Never "error": a worker does not throw at its owner; connection trouble
+ * is retried and reported as warnings.
  */
 export class Worker extends EventEmitter {
   readonly consumerName: string;
@@ -218,7 +222,13 @@ export class Worker extends EventEmitter {
         retry: retryPolicy(r.options.retry), leaseMs: r.options.leaseMs || (leases.get(r.ns) as number), group,
         consumer: this.consumerName, fetchBatch, blockMs, payloadParse: o.payloadParse ?? 'json', redisUrl: this.url, linkOptions,
       }, host));
-      for (const r of this.registrations) r.pool?.start();
+      await Promise.all(this.registrations.map(async (r) => {
+        try {
+          await r.pool?.start();
+        } catch (e) {
+          throw invalidArgument('module', `registerThreaded ${r.ns}/${r.type}: ${(e as Error).message}`);
+        }
+      }));
       if (o.captureUnhandled !== false) this.releaseGuard = acquireProcessGuard();
       if (o.eventLoop !== false) {
         this.lagMonitor = new LagMonitor(o.eventLoop ?? {}, () => this.runningTypes(), (r) => this.onBlocked(r));
@@ -298,7 +308,7 @@ export class Worker extends EventEmitter {
       types: this.registrations.map((r) => {
         const b = this.blocked.get(`${r.ns}/${r.type}`);
         const runner = this.runners.find((x) => x.settings.ns === r.ns && x.settings.type === r.type);
-        return { namespace: r.ns, taskType: r.type, running: runner?.runningCount ?? 0, blockedCount: b?.count ?? 0, maxBlockedMs: b?.maxMs ?? 0 };
+        return { namespace: r.ns, taskType: r.type, running: runner?.runningCount ?? 0, zombies: runner?.zombieCount ?? 0, blockedCount: b?.count ?? 0, maxBlockedMs: b?.maxMs ?? 0 };
       }),
     };
   }
@@ -336,13 +346,16 @@ export class Worker extends EventEmitter {
       warn: (m, d) => this.warn(m, d),
       handlerSync: (ns, type, taskId, ms) => this.lagMonitor?.handlerSync(ns, type, taskId, ms),
       retryScheduled: (ns, type, dueMs) => this.maintenance?.retryScheduled(ns, type, dueMs),
-      startSpan: (task: Task): AttemptSpan | undefined => startAttemptSpan(this.otel, `${task.namespace}/${task.taskType} process`,
-        task.trace?.traceparent, {
-          'messaging.system': 'baton', 'messaging.destination.name': `${task.namespace}/${task.taskType}`,
+      startSpan: (task: Task): AttemptSpan | undefined => startAttemptSpan(this.otel, `process ${task.namespace}/${task.taskType}`,
+        task.trace, {
+          'messaging.system': 'baton', 'messaging.operation.type': 'process', 'messaging.destination.name': `${task.namespace}/${task.taskType}`,
           'messaging.message.id': task.taskId, 'baton.attempt': task.attempt,
         }),
       attemptFailed: (info: FailedAttempt) => {
         if (this.listenerCount('failed') > 0) this.emit('failed', info);
+      },
+      strayAfterEnd: (info: StrayError) => {
+        if (this.listenerCount('strayError') > 0) this.emit('strayError', info);
       },
     };
   }

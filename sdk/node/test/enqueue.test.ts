@@ -1,7 +1,7 @@
 // The producer against a real redis-server: outcomes, batching, validation, cancel, settings.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BatonError, Client, isUuidV7, rawJson } from '../src/index.js';
+import { BatonError, Client, EnqueueError, isUuidV7, parseTaskDocument, rawJson } from '../src/index.js';
 import { RedisServer } from './helpers/redis_server.js';
 import { type DeliveredValues, dequeueValues, record, serverAndClient, uniqueNs } from './helpers/baton.js';
 
@@ -40,6 +40,13 @@ test('enqueue: delayed and run-at tasks are scheduled on the server clock', asyn
   const runAt = await env.client.enqueue(ns, 'report', {}, { runAt: at });
   assert.ok(runAt.status === 'scheduled' && runAt.dueMs === at.getTime());
   assert.equal(await env.server.redis().zcard(`baton:v2:{${ns}}:scheduled:report`), 2);
+  // The envelope's delay_seconds says when it was meant to run, as the other SDKs write it.
+  const body = JSON.parse(String(await env.server.redis().hget(`baton:v2:{${ns}}:bodies`, runAt.taskId))) as { delay_seconds: string };
+  assert.ok(Math.abs(Number(body.delay_seconds) - 3600) <= 1, `delay_seconds ${body.delay_seconds}`);
+  await assert.rejects(env.client.enqueue(ns, 'report', {}, { runAt: at, delaySeconds: 5 }),
+    (e: unknown) => e instanceof BatonError && e.field === 'run_at' && /cannot be combined with delaySeconds/.test(e.message));
+  await assert.rejects(env.client.enqueue(ns, 'report', {}, { runAt: Date.now() + 400 * 86400_000 }),
+    (e: unknown) => e instanceof BatonError && e.field === 'run_at' && /at most 31536000 s/.test(e.message));
 });
 
 test('enqueue: a unique key refuses a second task while held', async () => {
@@ -69,6 +76,55 @@ test('enqueueMany: one round trip, results in request order across types and nam
   const entries = await dequeueValues(env.server.redis(), ns, 'odd', 1000);
   assert.deepEqual(entries.map((e) => JSON.parse(e.payload).i), requests.map((r, i) => (r.namespace === ns && r.taskType === 'odd' && i !== 5 ? i : -1)).filter((i) => i >= 0));
   assert.ok(await env.server.redis().sismember('baton:v2:namespaces', ns2));
+});
+
+test('enqueueMany failing part-way: the error has every task id and the confirmed results; a retry with them is safe', async () => {
+  const allowed = uniqueNs();
+  const refused = uniqueNs();
+  // A Redis user that may only write the first namespace's keys: its call succeeds, the other fails.
+  await env.server.redis().call('ACL', 'SETUSER', 'halfway', 'on', 'nopass', '+@all', 'allchannels', `~baton:v2:{${allowed}}:*`, '~baton:v2:namespaces');
+  const limited = await Client.connect({ redis: env.server.url.replace('redis://', 'redis://halfway:x@') });
+  const requests = [
+    { namespace: allowed, taskType: 'a', payload: { i: 0 } },
+    { namespace: refused, taskType: 'b', payload: { i: 1 } },
+    { namespace: allowed, taskType: 'a', payload: { i: 2 } },
+  ];
+  try {
+    const e = await limited.enqueueMany(requests).then(() => undefined, (err: unknown) => err);
+    assert.ok(e instanceof EnqueueError, String(e));
+    assert.ok(e instanceof BatonError);
+    assert.equal(e.taskIds.length, 3);
+    assert.ok(e.taskIds.every(isUuidV7));
+    assert.deepEqual(e.results.map((r) => r?.status), ['queued', undefined, 'queued']);
+    assert.equal(e.results[0]?.taskId, e.taskIds[0]);
+    assert.match(e.message, /2 of 3 tasks confirmed/);
+    // The retry (with the rights now) reuses the ids: nothing twice.
+    const again = await env.client.enqueueMany(requests.map((r, i) => ({ ...r, options: { taskId: e.taskIds[i] as string } })));
+    assert.deepEqual(again.map((r) => r.status), ['duplicate', 'queued', 'duplicate']);
+    assert.equal((await dequeueValues(env.server.redis(), allowed, 'a')).length, 2);
+  } finally {
+    await limited.close();
+    await env.server.redis().call('ACL', 'DELUSER', 'halfway');
+  }
+});
+
+test('enqueueDocument: a parsed task document goes in field for field, unknown fields kept', async () => {
+  const ns = uniqueNs();
+  const text = `{"task_id":"0190f3c1-2a3b-7c4d-8e5f-0123456789ab","namespace":"${ns}","task_type":"doc",` +
+    '"payload":{"n": 12345678901234567890, "s": "x"},"max_retry":4,"delay_seconds":0,"created_at":1722489600,' +
+    '"execution_timeout":30,"headers":{"by":"doc"},"x_new":[1,2]}';
+  const result = await env.client.enqueueDocument(parseTaskDocument(text));
+  assert.equal(result.status, 'queued');
+  assert.equal(result.taskId, '0190f3c1-2a3b-7c4d-8e5f-0123456789ab');
+  const [entry] = await dequeueValues(env.server.redis(), ns, 'doc');
+  assert.equal(entry?.payload, '{"n": 12345678901234567890, "s": "x"}');
+  assert.equal(entry?.max_retry, '4');
+  assert.equal(entry?.created_at, '1722489600');
+  assert.equal(entry?.execution_timeout, '30');
+  assert.deepEqual(JSON.parse(entry?.extra ?? ''), { headers: { by: 'doc' }, x_new: [1, 2] });
+  assert.equal((await env.client.enqueueDocument(parseTaskDocument(text))).status, 'duplicate');
+  await assert.rejects(env.client.enqueueDocument({ ...parseTaskDocument(text), maxRetry: 99 }),
+    (e: unknown) => e instanceof BatonError && e.field === 'max_retry');
 });
 
 test('validation: the field and the rule, and nothing written', async () => {

@@ -1,8 +1,10 @@
-// The README's quick start is examples/producer.ts and examples/worker.ts: run them, as a user
-// would, against a real Redis (imported by package name, like an installed package).
+// The README's quick start is examples/producer.ts and examples/worker.ts (checked here, block for
+// file): run them, as a user would, against a real Redis (imported by package name, like an
+// installed package).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { RedisServer, waitFor } from './helpers/redis_server.js';
@@ -34,5 +36,17 @@ test('quick start: producer then worker, stopped with SIGTERM', async () => {
     assert.match(out, /stopped \{"succeeded":1,/);
   } finally {
     worker.kill('SIGKILL');
+  }
+});
+
+test('the README quick-start blocks are the example files, from their first import', () => {
+  const readme = readFileSync(join(SDK_ROOT, 'README.md'), 'utf8');
+  for (const name of ['producer', 'worker']) {
+    const heading = `(\`examples/${name}.ts\`):\n\n\`\`\`ts\n`;
+    const at = readme.indexOf(heading);
+    assert.ok(at >= 0, `README has the ${name} block`);
+    const block = readme.slice(at + heading.length, readme.indexOf('```', at + heading.length));
+    const file = readFileSync(join(SDK_ROOT, 'examples', `${name}.ts`), 'utf8');
+    assert.equal(block, file.slice(file.indexOf('import ')), `README block = examples/${name}.ts`);
   }
 });

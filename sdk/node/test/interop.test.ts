@@ -1,7 +1,8 @@
 // Interop with the C++ side (docs/cli.md): tasks from `baton enqueue` run in the Node worker byte
 // for byte; tasks from the Node client run in `baton work --exec`; batond promotes the Node
 // worker's delayed tasks and retries; `baton task show` lists a Node failure with its JS stack.
-// Needs the C++ build (BATON_BUILD_DIR, default build/release): skipped, loudly, without it.
+// Needs the C++ build (BATON_BUILD_DIR, default build/release): skipped, loudly, without it; a
+// failure instead when BATON_REQUIRE_BINARIES=1.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
@@ -18,6 +19,10 @@ const run = promisify(execFile);
 const build = batonBuild();
 const skip = build === undefined ? 'the C++ build (baton, batond) is not there: set BATON_BUILD_DIR' : false;
 if (skip) console.error(`interop.test: SKIPPED: ${skip}`);
+// The repository's test script sets BATON_REQUIRE_BINARIES=1: there a missing build is a failure.
+test('the C++ build is there when BATON_REQUIRE_BINARIES=1', { skip: process.env.BATON_REQUIRE_BINARIES !== '1' }, () => {
+  assert.ok(build !== undefined, `${process.env.BATON_BUILD_DIR ?? 'build/release'}: no cli/baton and daemon/batond (BATON_REQUIRE_BINARIES=1)`);
+});
 
 const env = serverAndClient();
 

@@ -49,6 +49,8 @@ test('a Redis restart: the worker and the client reconnect and check the library
       return true;
     }, 30000);
     assert.equal(ran.length, 6);
+    // The empty Redis got the namespace directory (a CLI convenience) back from the client.
+    assert.ok(await server.redis().sismember('baton:v2:namespaces', ns), 'namespace directory refilled after the restart');
   } finally {
     await client.close();
     await worker.stop();

@@ -1,11 +1,12 @@
-// Trace context: the producer attaches the active OpenTelemetry span as trace.traceparent, the
-// worker runs each attempt in a CONSUMER span whose parent is that traceparent. Uses a tiny
-// in-test TracerProvider (the API package alone records nothing).
+// Trace context: the producer makes a PRODUCER span per task (child of the active span) and sends
+// its context as trace.traceparent (+ tracestate); the worker runs each attempt in a CONSUMER span
+// whose parent is that traceparent. Uses a tiny in-test TracerProvider (the API package alone
+// records nothing) that, like the real SDK, passes the parent's trace state on.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
-import { context, trace, type Context, type ContextManager, type Span, type SpanContext, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import { context, createTraceState, trace, type Context, type ContextManager, type Span, type SpanContext, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import { Client, formatTraceparent, parseTraceparent, type Task } from '../src/index.js';
 import { RedisServer, waitFor } from './helpers/redis_server.js';
 import { quietWorker, uniqueNs } from './helpers/baton.js';
@@ -33,7 +34,10 @@ const tracer = {
     const parent = trace.getSpanContext(ctx ?? context.active());
     const rec: Recorded = {
       name, kind: options?.kind, parent, ended: false, attributes: options?.attributes ?? {},
-      ctx: { traceId: parent?.traceId ?? randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex'), traceFlags: 1 },
+      ctx: {
+        traceId: parent?.traceId ?? randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex'), traceFlags: 1,
+        ...(parent?.traceState ? { traceState: parent.traceState } : {}),
+      },
     };
     recorded.push(rec);
     return new RecordingSpan(rec) as unknown as Span;
@@ -80,7 +84,7 @@ test('traceparent parse and format follow W3C', () => {
   assert.equal(parseTraceparent('garbage'), undefined);
 });
 
-test('producer span -> task traceparent -> consumer span, across the queue', async () => {
+test('active span -> PRODUCER span -> task traceparent and tracestate -> CONSUMER span, across the queue', async () => {
   const ns = uniqueNs();
   let inHandler: SpanContext | undefined;
   const seen: Task[] = [];
@@ -90,22 +94,39 @@ test('producer span -> task traceparent -> consumer span, across the queue', asy
   });
   await worker.start();
   try {
-    const producerSpan = tracer.startSpan('checkout');
+    const remote = trace.setSpanContext(ROOT, {
+      traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex'), traceFlags: 1, isRemote: true,
+      traceState: createTraceState('vendor=abc'),
+    });
+    const producerSpan = tracer.startSpan('checkout', {}, remote);
     const r = await context.with(trace.setSpan(ROOT, producerSpan), () => client.enqueue(ns, 'traced', { a: 1 }));
+    const send = recorded.find((s) => s.name === `send ${ns}/traced`);
+    assert.ok(send, 'a PRODUCER span per task');
+    assert.equal(send.kind, 3, 'SpanKind.PRODUCER');
+    assert.ok(send.ended, 'ended when enqueue returned');
+    assert.equal(send.parent?.spanId, producerSpan.spanContext().spanId, 'child of the active span');
+    assert.equal(send.attributes['messaging.message.id'], r.taskId);
+    assert.equal(send.attributes['messaging.operation.type'], 'send');
     await waitFor('ran', () => seen.length === 1);
-    const expected = formatTraceparent(producerSpan.spanContext());
-    assert.equal(seen[0]?.trace?.traceparent, expected);
-    const consumer = await waitFor('consumer span ended', () => recorded.find((s) => s.name === `${ns}/traced process` && s.ended));
+    assert.equal(seen[0]?.trace?.traceparent, formatTraceparent(send.ctx));
+    assert.equal(seen[0]?.trace?.tracestate, 'vendor=abc');
+    const consumer = await waitFor('consumer span ended', () => recorded.find((s) => s.name === `process ${ns}/traced` && s.ended));
     assert.equal(consumer.kind, 1 + 3, 'SpanKind.CONSUMER');
     assert.equal(consumer.parent?.traceId, producerSpan.spanContext().traceId);
-    assert.equal(consumer.parent?.spanId, producerSpan.spanContext().spanId);
+    assert.equal(consumer.parent?.spanId, send.ctx.spanId, 'child of the PRODUCER span');
+    assert.equal(consumer.parent?.traceState?.serialize(), 'vendor=abc');
     assert.equal(consumer.attributes['messaging.message.id'], r.taskId);
     assert.equal(inHandler?.spanId, consumer.ctx.spanId, 'the handler runs inside the consumer span');
     // An explicit trace wins over the active span.
     const explicit = '00-11111111111111111111111111111111-2222222222222222-01';
+    const sends = recorded.filter((s) => s.name === `send ${ns}/traced`).length;
     await context.with(trace.setSpan(ROOT, producerSpan), () => client.enqueue(ns, 'traced', {}, { trace: { traceparent: explicit } }));
     await waitFor('ran twice', () => seen.length === 2);
     assert.equal(seen[1]?.trace?.traceparent, explicit);
+    assert.equal(recorded.filter((s) => s.name === `send ${ns}/traced`).length, sends, 'no PRODUCER span for a task with its own trace');
+    // enqueueMany: one PRODUCER span per task.
+    await context.with(trace.setSpan(ROOT, producerSpan), () => client.enqueueMany([1, 2, 3].map((i) => ({ namespace: ns, taskType: 'traced', payload: { i } }))));
+    assert.equal(recorded.filter((s) => s.name === `send ${ns}/traced` && s.ended).length, sends + 3);
   } finally {
     await worker.stop();
   }
