@@ -5,7 +5,7 @@
 # Every test starts its own redis-server on a free loopback port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --sdks
 scripts/check_format.sh
 /usr/bin/python3 scripts/check_layers.py                # module layering, hiredis only in src/broker
 /usr/bin/python3 scripts/gen_protocol.py --check  # generated protocol constants are fresh
