@@ -21,22 +21,29 @@ def keyspace(keyspaces: dict[str, Keyspace], namespace: str) -> Keyspace:
 
 def prepare_document(document: bytes | str | contract.TaskDocument, at: float | datetime | None,
                      unique_key: str | None, unique_ttl: _enqueue.Seconds | None,
-                     keyspaces: dict[str, Keyspace]) -> _enqueue.Prepared:
+                     keyspaces: dict[str, Keyspace],
+                     spans: _tracing.ProducerSpans) -> _enqueue.Prepared:
     """The item of a whole task document, enqueued as it is (id, created_at, payload bytes,
-    extra fields); only the scheduling (at) and the unique key come from the arguments."""
+    extra fields); only the scheduling (at) and the unique key come from the arguments. Once it
+    is valid, the task's PRODUCER span starts in spans; a document without a ``trace`` field
+    gets the span's trace context (as enqueue does), one with a ``trace`` field keeps it."""
     doc = document if isinstance(document, contract.TaskDocument) else \
         contract.parse_task_document(document)
     contract.check_extra(doc.extra, from_document=True)
-    # Reuse the request rules for the scheduling arguments.
+    # Reuse the request rules for the scheduling arguments (no span for this probe).
     probe = _enqueue.prepare(
         _enqueue.TaskRequest(doc.namespace, doc.task_type, b"{}", at=at, task_id=doc.task_id,
                              unique_key=unique_key, unique_ttl=unique_ttl),
-        keyspaces, _tracing.ProducerSpans())
+        keyspaces, _tracing.NoSpans())
     run_at_ms = probe.item[7]
     timeout: gen.Arg = "" if doc.execution_timeout is None else doc.execution_timeout
     extra = b""
     if doc.extra:  # as written in the document when parsed here (numbers keep their spelling)
         extra = doc.extra_text or contract.dumps("extra", doc.extra)
+    trace = spans.start(doc.namespace, doc.task_type, doc.task_id)
+    if trace and "trace" not in doc.extra:  # appended: the fields as written stay as they are
+        member = b'"trace":' + contract.dumps("extra.trace", trace)
+        extra = extra[:-1] + b"," + member + b"}" if extra else b"{" + member + b"}"
     item = (doc.task_id, doc.payload, doc.max_retry, doc.delay_seconds, doc.created_at, timeout,
             extra, run_at_ms, probe.item[8], probe.item[9])
     return _enqueue.Prepared(doc.namespace, doc.task_type, doc.task_id, item, probe.unique_lock)

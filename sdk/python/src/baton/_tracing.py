@@ -83,6 +83,13 @@ class ProducerSpans:
         self._spans.clear()
 
 
+class NoSpans(ProducerSpans):
+    """Makes no span and carries no trace (for validation that sends nothing)."""
+
+    def start(self, namespace: str, task_type: str, task_id: str) -> dict[str, str] | None:
+        return None
+
+
 @contextlib.contextmanager
 def consumer_span(namespace: str, task_type: str, task_id: str, attempt: int,
                   trace: object) -> Iterator[None]:

@@ -95,9 +95,16 @@ class AsyncClient:
                                unique_ttl: Seconds | None = None) -> EnqueueResult:
         """Enqueues a whole task document as it is (see
         :meth:`baton.Client.enqueue_document`)."""
-        prepared = _producer.prepare_document(document, at, unique_key, unique_ttl,
-                                              self._keyspaces)
-        return await self._coalescer.submit(prepared)
+        spans = _tracing.ProducerSpans()
+        try:
+            prepared = _producer.prepare_document(document, at, unique_key, unique_ttl,
+                                                  self._keyspaces, spans)
+            result = await self._coalescer.submit(prepared)
+        except BaseException as e:
+            spans.end(e)
+            raise
+        spans.end()
+        return result
 
     async def _send(self, prepared: list[_enqueue.Prepared]) -> list[EnqueueResult]:
         return _enqueue.first_error(await self._send_each(prepared))

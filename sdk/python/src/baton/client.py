@@ -128,10 +128,20 @@ class Client:
                          unique_ttl: Seconds | None = None) -> EnqueueResult:
         """Enqueues a whole task document (contract/task.schema.json) as it is: its id,
         created_at, delay_seconds, payload bytes and extra fields (e.g. a task produced
-        elsewhere). The document is validated first."""
-        prepared = _producer.prepare_document(document, at, unique_key, unique_ttl,
-                                              self._keyspaces)
-        return self._coalescer.submit(prepared)
+        elsewhere). The document is validated first. Like enqueue, it makes a PRODUCER span
+        (with OpenTelemetry); a document without a ``trace`` field gets one pointing at that
+        span (or, without OpenTelemetry, the trace of the task being handled), while a
+        document's own ``trace`` field is kept as written."""
+        spans = _tracing.ProducerSpans()
+        try:
+            prepared = _producer.prepare_document(document, at, unique_key, unique_ttl,
+                                                  self._keyspaces, spans)
+            result = self._coalescer.submit(prepared)
+        except BaseException as e:
+            spans.end(e)
+            raise
+        spans.end()
+        return result
 
     def _send(self, prepared: list[_enqueue.Prepared]) -> list[EnqueueResult]:
         return _enqueue.first_error(self._send_each(prepared))
