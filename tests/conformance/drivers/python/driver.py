@@ -4,8 +4,12 @@ produce: baton.Client.enqueue per case, with the payload file's exact bytes (the
   JSON text and stores it byte for byte), the case's settings and id, and `extra` as unknown
   top-level fields.
 consume: one baton.Worker with a handler per conformance task type, for --seconds or until
-  SIGTERM (then it stops gracefully). conf_fail raises; conf_sleep is an async handler, so the
-  execution_timeout cancels it (asyncio cancellation) and the attempt fails as a timeout.
+  SIGTERM (then it stops gracefully). conf_fail raises. conf_sleep is a sync handler (thread
+  executor) that blocks in time.sleep and never looks at the timeout: the worker abandons the
+  thread at the execution_timeout and fails the attempt as a timeout, the sync path the other
+  languages cannot see otherwise. Async handlers stay in the matrix (conf_delay and conf_once
+  are coroutines); asyncio cancellation at the timeout is covered by the SDK's own tests
+  (sdk/python/tests/test_worker.py, test_async_timeout_cancels_the_handler).
 """
 
 from __future__ import annotations
@@ -103,17 +107,17 @@ def build_worker(args: argparse.Namespace, report: Report) -> baton.Worker:
         raise RuntimeError(f"conf_fail: deliberate failure on attempt {task.attempt}")
 
     @app.task(ns, "conf_sleep", retry=RETRY)
-    async def conf_sleep(task: baton.Task) -> None:
+    def conf_sleep(task: baton.Task) -> None:  # sync: abandoned, not cancelled, at the timeout
         report.append({"type": "conf_sleep", "task_id": task.id, "attempt": task.attempt,
                        "started_ms": now_ms()})
-        await asyncio.sleep(float(task.payload.get("sleep_ms", 0)) / 1000.0)
+        time.sleep(float(task.payload.get("sleep_ms", 0)) / 1000.0)
 
     @app.task(ns, "conf_delay", retry=RETRY)
-    def conf_delay(task: baton.Task) -> None:
+    async def conf_delay(task: baton.Task) -> None:
         report.append({"type": "conf_delay", "task_id": task.id, "started_ms": now_ms()})
 
     @app.task(ns, "conf_once", retry=RETRY)
-    def conf_once(task: baton.Task) -> None:
+    async def conf_once(task: baton.Task) -> None:
         report.append({"type": "conf_once", "task_id": task.id})
 
     return app
