@@ -134,8 +134,9 @@ def test_enqueue_many_validates_everything_first(client: baton.Client, r: redis.
     ({"payload": {"when": datetime.now()}}, "payload: not JSON-serializable"),
     ({"max_retry": True}, "max_retry: must be an integer 0..25 (got true)"),
     ({"max_retry": 26}, "max_retry: must be an integer 0..25 (got 26)"),
-    ({"delay": -5}, "delay_seconds: must be an integer 0..31536000 (got -5)"),
-    ({"delay": 1.5}, "delay_seconds: must be an integer 0..31536000: whole seconds"),
+    ({"delay": -5}, "delay (delay_seconds): must be an integer 0..31536000 (got -5)"),
+    ({"delay": 1.5}, "delay (delay_seconds): must be an integer 0..31536000: whole seconds"),
+    ({"delay": "5"}, "delay (delay_seconds): must be an integer 0..31536000 (got \"5\")"),
     ({"at": 1722489600000}, "at: must be Unix seconds 946684800..4102444800 "
                             "(got 1722489600000: milliseconds?)"),
     ({"at": 1722489600, "delay": 5}, "at: cannot be combined with delay"),
@@ -146,8 +147,12 @@ def test_enqueue_many_validates_everything_first(client: baton.Client, r: redis.
     ({"unique_key": "k", "unique_ttl": 0}, "unique_ttl: must be at least 1 second"),
     ({"unique_ttl": 5}, "unique_ttl: needs unique_key"),
     ({"extra": {"max_retry": 1}}, 'extra: must not contain the contract field "max_retry"'),
-    ({"extra": {"trace": {"baggage": "x"}}}, 'trace: unknown field "baggage"'),
-    ({"extra": {"headers": {"n": 1}}}, "headers.n: must be a string of at most 1024"),
+    ({"extra": {"trace": {"baggage": "x"}}}, 'extra.trace: unknown field "baggage"'),
+    ({"extra": {"trace": []}}, "extra.trace: must be a JSON object (got array)"),
+    ({"extra": {"trace": {"traceparent": 1}}}, "extra.trace.traceparent: must be a string"),
+    ({"extra": {"headers": {"n": 1}}}, "extra.headers.n: must be a string of at most 1024"),
+    ({"extra": {"headers": []}}, "extra.headers: must be a JSON object (got array)"),
+    ({"extra": {"x": float("nan")}}, "extra: not JSON-serializable"),
 ])
 def test_bad_arguments_name_field_and_rule(client: baton.Client, r: redis.Redis, ns: str,
                                            kwargs: dict[str, object], message: str) -> None:
@@ -157,6 +162,7 @@ def test_bad_arguments_name_field_and_rule(client: baton.Client, r: redis.Redis,
         client.enqueue(**args)  # type: ignore[arg-type]
     assert str(e.value).startswith(message), str(e.value)
     assert e.value.code == "invalid_argument"
+    assert e.value.field == message.partition(":")[0].partition(" ")[0]  # the argument
     assert r.dbsize() == 0
 
 
@@ -213,3 +219,21 @@ def test_async_client(url: str, state: State, ns: str, r: redis.Redis) -> None:
             assert (await c.configure(ns))["dlq_max"] == 100000
 
     asyncio.run(main())
+
+
+def test_argument_errors_in_enqueue_many_and_documents(client: baton.Client, ns: str,
+                                                       r: redis.Redis) -> None:
+    """enqueue_many prefixes the request index to the argument's name; a task document names
+    trace and headers as what they are there, its top-level fields."""
+    with pytest.raises(baton.InvalidArgumentError) as many:
+        client.enqueue_many([TaskRequest(ns, "t", {}), TaskRequest(ns, "t", {}, delay=-1)])
+    assert str(many.value) == ("requests[1]: delay (delay_seconds): must be an integer "
+                               "0..31536000 (got -1)")
+    assert many.value.field == "delay"
+    text = (f'{{"task_id":"a1","namespace":"{ns}","task_type":"t","payload":{{}},"max_retry":1,'
+            '"delay_seconds":0,"created_at":1722489600,"trace":{"baggage":"x"}}')
+    with pytest.raises(baton.InvalidArgumentError, match=r'^trace: unknown field "baggage"') \
+            as doc:
+        client.enqueue_document(text)
+    assert doc.value.field == "trace"
+    assert r.dbsize() == 0

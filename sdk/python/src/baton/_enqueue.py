@@ -135,9 +135,13 @@ def prepare(request: TaskRequest, keyspaces: dict[str, Keyspace], spans: _tracin
             raise invalid("at", f"must be at most {contract.MAX_DELAY_SECONDS} s (365 days) "
                                 f"ahead, the limit of delay_seconds (got {delay} s ahead)")
     else:
-        delay = _whole_seconds("delay_seconds", request.delay,
-                               f"must be an integer 0..{contract.MAX_DELAY_SECONDS}")
-        contract.check_integer(contract.DELAY_SECONDS, delay)
+        try:
+            delay = _whole_seconds("delay_seconds", request.delay,
+                                   f"must be an integer 0..{contract.MAX_DELAY_SECONDS}")
+            contract.check_integer(contract.DELAY_SECONDS, delay)
+        except InvalidArgumentError as e:  # the argument's name, then the contract field's
+            rule = e.message.removeprefix("delay_seconds: ")
+            raise InvalidArgumentError(f"delay (delay_seconds): {rule}", field="delay") from None
     created_at = int(now)
     timeout: gen.Arg = ""
     if request.execution_timeout is not None:

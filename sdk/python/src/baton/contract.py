@@ -244,12 +244,20 @@ def check_extra(extra: Mapping[str, Any], *, from_document: bool = False) -> Non
 
 
 def extra_text(extra: Mapping[str, Any] | None) -> bytes:
-    """The stream's ``extra`` value: the JSON object text of the extra fields, b"" for none."""
+    """The stream's ``extra`` value: the JSON object text of the extra fields, b"" for none.
+    Errors name the fields by where the caller put them: ``extra.trace: ...``,
+    ``extra.headers.note: ...`` (a document names them as its top-level fields, ``trace``)."""
     if not extra:
         return b""
     if not isinstance(extra, Mapping):
         raise invalid("extra", f"must be a JSON object (got {json_type_name(extra)})")
-    check_extra(extra)
+    try:
+        check_extra(extra)
+    except InvalidArgumentError as e:
+        if e.field is None or e.field == "extra":
+            raise
+        rule = e.message.removeprefix(f"{e.field}: ")
+        raise invalid(f"extra.{e.field}", rule) from None
     return dumps("extra", dict(extra))
 
 
