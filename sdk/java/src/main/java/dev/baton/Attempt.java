@@ -54,6 +54,7 @@ final class Attempt {
         }
         thread = Thread.currentThread();
         Tracing.Span span = Tracing.startConsumer("baton.process " + task.taskType(), task.traceparent().orElse(null),
+                task.tracestate().orElse(null),
                 "baton.namespace", task.namespace(), "baton.task_type", task.taskType(),
                 "baton.task_id", task.taskId(), "baton.attempt", Integer.toString(task.attempt()));
         Throwable error = null;

@@ -65,7 +65,42 @@ public final class BatonClient implements AutoCloseable {
      * @throws BatonException on a refused call or when Redis is unavailable
      */
     public EnqueueResult enqueue(TaskRequest request) {
-        return coalescer.enqueue(request);
+        return send(request, producerSpan(request));
+    }
+
+    /** Enqueues one task whose producer span (or null) was started on the caller's thread. */
+    private EnqueueResult send(TaskRequest request, Tracing.ProducerSpan span) {
+        if (span == null) {
+            return coalescer.enqueue(request);
+        }
+        EnqueueResult r;
+        try {
+            r = coalescer.enqueue(traced(request, span));
+        } catch (RuntimeException | Error e) {
+            span.end(null, e);
+            throw e;
+        }
+        span.end(r.status().wire(), null);
+        return r;
+    }
+
+    /**
+     * Starts the PRODUCER span of a task that has no trace of its own, child of the current
+     * OpenTelemetry context, on the caller's thread (a coalesced or async call sends it from
+     * another thread).
+     *
+     * @return the span, or null (no OpenTelemetry, or the request carries its own trace)
+     */
+    private static Tracing.ProducerSpan producerSpan(TaskRequest r) {
+        if (!Tracing.enabled() || r.extraRef().has("trace")) {
+            return null;
+        }
+        return Tracing.startProducer("baton.enqueue " + r.taskType(), "baton.namespace", r.namespace(),
+                "baton.task_type", r.taskType(), "baton.task_id", r.taskId());
+    }
+
+    private static TaskRequest traced(TaskRequest r, Tracing.ProducerSpan span) {
+        return span == null || span.traceparent() == null ? r : r.withTrace(span.traceparent(), span.tracestate());
     }
 
     /**
@@ -76,6 +111,49 @@ public final class BatonClient implements AutoCloseable {
      * @return one outcome per task
      */
     public List<EnqueueResult> enqueueAll(List<TaskRequest> requests) {
+        return sendAll(requests, producerSpans(requests));
+    }
+
+    private static List<Tracing.ProducerSpan> producerSpans(List<TaskRequest> requests) {
+        if (!Tracing.enabled()) {
+            return null;
+        }
+        List<Tracing.ProducerSpan> spans = new ArrayList<>(requests.size());
+        for (TaskRequest r : requests) {
+            spans.add(producerSpan(r));
+        }
+        return spans;
+    }
+
+    /** Sends the tasks; each producer span (one per task, or null) ends with its task's outcome. */
+    private List<EnqueueResult> sendAll(List<TaskRequest> requests, List<Tracing.ProducerSpan> spans) {
+        if (spans == null) {
+            return sendAll(requests);
+        }
+        List<TaskRequest> sent = new ArrayList<>(requests.size());
+        for (int k = 0; k < requests.size(); k++) {
+            sent.add(traced(requests.get(k), spans.get(k)));
+        }
+        List<EnqueueResult> out;
+        try {
+            out = sendAll(sent);
+        } catch (RuntimeException | Error e) {
+            for (Tracing.ProducerSpan span : spans) {
+                if (span != null) {
+                    span.end(null, e);
+                }
+            }
+            throw e;
+        }
+        for (int k = 0; k < spans.size(); k++) {
+            if (spans.get(k) != null) {
+                spans.get(k).end(out.get(k).status().wire(), null);
+            }
+        }
+        return out;
+    }
+
+    private List<EnqueueResult> sendAll(List<TaskRequest> requests) {
         List<EnqueueResult> out = new ArrayList<>(requests.size());
         int i = 0;
         while (i < requests.size()) {
@@ -95,7 +173,8 @@ public final class BatonClient implements AutoCloseable {
      * @return its outcome, completed on another thread
      */
     public CompletableFuture<EnqueueResult> enqueueAsync(TaskRequest request) {
-        return CompletableFuture.supplyAsync(() -> enqueue(request), async);
+        Tracing.ProducerSpan span = producerSpan(request); // on the caller's thread: its context
+        return CompletableFuture.supplyAsync(() -> send(request, span), async);
     }
 
     /**
@@ -104,7 +183,8 @@ public final class BatonClient implements AutoCloseable {
      */
     public CompletableFuture<List<EnqueueResult>> enqueueAllAsync(List<TaskRequest> requests) {
         List<TaskRequest> copy = List.copyOf(requests);
-        return CompletableFuture.supplyAsync(() -> enqueueAll(copy), async);
+        List<Tracing.ProducerSpan> spans = producerSpans(copy);
+        return CompletableFuture.supplyAsync(() -> sendAll(copy, spans), async);
     }
 
     private static boolean sameQueue(TaskRequest a, TaskRequest b) {
@@ -123,11 +203,6 @@ public final class BatonClient implements AutoCloseable {
             String id = r.taskId();
             ids.add(id);
             ObjectNode extra = r.extraRef();
-            String traceparent = extra.has("trace") ? null : Tracing.currentTraceparent();
-            if (traceparent != null) {
-                extra = extra.deepCopy();
-                extra.putObject("trace").put("traceparent", traceparent);
-            }
             args.add(utf8(id));
             args.add(r.payloadRef());
             args.add(utf8(Integer.toString(r.maxRetry())));

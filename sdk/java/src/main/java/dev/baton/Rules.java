@@ -17,6 +17,7 @@ final class Rules {
     static final long CREATED_AT_MIN = 946684800L;
     static final long CREATED_AT_MAX = 4102444800L;
     static final long TIMEOUT_MAX = 86400;
+    static final int TRACESTATE_MAX = 512;
     private static final Pattern ID = Pattern.compile(ID_PATTERN);
     private static final Pattern NAME = Pattern.compile(NAME_PATTERN);
 
@@ -100,7 +101,7 @@ final class Rules {
             Map.Entry<String, JsonNode> e = it.next();
             switch (e.getKey()) {
                 case "traceparent" -> string("trace.traceparent", e.getValue(), 256);
-                case "tracestate" -> string("trace.tracestate", e.getValue(), 512);
+                case "tracestate" -> string("trace.tracestate", e.getValue(), TRACESTATE_MAX);
                 default -> throw BatonException.invalid("trace", "must have only traceparent and tracestate (got "
                         + e.getKey() + ")");
             }

@@ -171,6 +171,14 @@ public final class Task {
     }
 
     /**
+     * @return the W3C tracestate the task carries, if any
+     */
+    public Optional<String> tracestate() {
+        JsonNode t = extra.path("trace").path("tracestate");
+        return t.isTextual() ? Optional.of(t.textValue()) : Optional.empty();
+    }
+
+    /**
      * @param name a header
      * @return its value, if the task carries it
      */

@@ -55,6 +55,30 @@ public final class TaskRequest {
         uniqueTtlSeconds = b.uniqueTtlSeconds;
     }
 
+    /** A copy whose trace is the given context (a producer span's); the request had no trace. */
+    private TaskRequest(TaskRequest r, String traceparent, String tracestate) {
+        namespace = r.namespace;
+        taskType = r.taskType;
+        taskId = r.taskId;
+        payload = r.payload;
+        maxRetry = r.maxRetry;
+        delaySeconds = r.delaySeconds;
+        runAtMs = r.runAtMs;
+        executionTimeout = r.executionTimeout;
+        extra = r.extra.deepCopy();
+        ObjectNode trace = extra.putObject("trace");
+        trace.put("traceparent", traceparent);
+        if (tracestate != null && !tracestate.isEmpty() && tracestate.length() <= Rules.TRACESTATE_MAX) {
+            trace.put("tracestate", tracestate);
+        }
+        uniqueKey = r.uniqueKey;
+        uniqueTtlSeconds = r.uniqueTtlSeconds;
+    }
+
+    TaskRequest withTrace(String traceparent, String tracestate) {
+        return new TaskRequest(this, traceparent, tracestate);
+    }
+
     /**
      * @param namespace the business area, e.g. {@code orders}
      * @param taskType the handler key, e.g. {@code settle}

@@ -24,9 +24,31 @@ public final class Tracing {
         return OTEL;
     }
 
-    /** @return the traceparent of the current OpenTelemetry span, or null */
-    public static String currentTraceparent() {
-        return OTEL ? OtelBridge.currentTraceparent() : null;
+
+    /** A started producer span and the W3C trace context that names it. */
+    public interface ProducerSpan {
+        /** @return the span's traceparent, or null when it has no valid context */
+        String traceparent();
+
+        /** @return the span's tracestate, or null when it is empty */
+        String tracestate();
+
+        /**
+         * @param status the enqueue outcome ({@code queued}, ...), or null
+         * @param error the enqueue's failure, or null
+         */
+        void end(String status, Throwable error);
+    }
+
+    /**
+     * Starts a PRODUCER span for one task, child of the current context (not made current).
+     *
+     * @param name span name
+     * @param attributes alternating attribute names and values
+     * @return the span, or null without OpenTelemetry
+     */
+    public static ProducerSpan startProducer(String name, String... attributes) {
+        return OTEL ? OtelBridge.startProducer(name, attributes) : null;
     }
 
     /** A started span; {@link #end(Throwable)} closes it. */
@@ -39,14 +61,15 @@ public final class Tracing {
 
     /**
      * Starts a consumer span for one attempt, child of the task's traceparent, and makes it
-     * current on this thread.
+     * current on this thread. The parent keeps the task's tracestate.
      *
      * @param name span name
      * @param traceparent the task's traceparent, or null
+     * @param tracestate the task's tracestate, or null
      * @param attributes alternating attribute names and values
      * @return the span (a no-op without OpenTelemetry)
      */
-    public static Span startConsumer(String name, String traceparent, String... attributes) {
-        return OTEL ? OtelBridge.startConsumer(name, traceparent, attributes) : NONE;
+    public static Span startConsumer(String name, String traceparent, String tracestate, String... attributes) {
+        return OTEL ? OtelBridge.startConsumer(name, traceparent, tracestate, attributes) : NONE;
     }
 }
