@@ -20,6 +20,7 @@ final class Attempt {
     private volatile Future<?> future;
     private volatile ScheduledFuture<?> timer;
     private volatile Thread thread;
+    private HandlerOptions.Limit limit;
 
     Attempt(TypeRunner runner, Task task) {
         this.runner = runner;
@@ -35,10 +36,12 @@ final class Attempt {
     void start() {
         // The deadline is set before the handler can run, so that the handler always sees it; the
         // timer is armed before the submit, so that a fast handler's finish() always finds it.
-        task.executionTimeout().ifPresent(limit -> {
-            task.deadline(Instant.now().plus(limit));
-            timer = runner.ctx().timers.schedule(this::timeOut, limit.toMillis(), TimeUnit.MILLISECONDS);
-        });
+        // the task's execution_timeout, else the type's default, capped by the type's maximum
+        limit = runner.limitFor(task).orElse(null);
+        if (limit != null) {
+            task.deadline(Instant.now().plus(limit.duration()));
+            timer = runner.ctx().timers.schedule(this::timeOut, limit.duration().toMillis(), TimeUnit.MILLISECONDS);
+        }
         try {
             future = runner.executor().submit(this::execute);
         } catch (RuntimeException e) {
@@ -89,9 +92,8 @@ final class Attempt {
             return;
         }
         Thread stuck = thread;
-        long limit = task.executionTimeout().orElseThrow().getSeconds();
-        String stack = Failure.stackOf(stuck, "dev.baton.TimeoutException: execution_timeout of " + limit
-                + " s exceeded; the handler was at:");
+        String message = limit.message();
+        String stack = Failure.stackOf(stuck, "dev.baton.TimeoutException: " + message + "; the handler was at:");
         Future<?> f = future;
         if (f != null) {
             f.cancel(true);
@@ -99,7 +101,7 @@ final class Attempt {
         finish();
         runner.ctx().counters.timedOut.increment();
         runner.ctx().background.execute(() -> runner.fail(task,
-                new Failure("timeout", "execution_timeout of " + limit + " s exceeded", stack)));
+                new Failure("timeout", message, stack)));
     }
 
     /**

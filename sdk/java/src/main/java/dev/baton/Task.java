@@ -188,7 +188,9 @@ public final class Task {
     }
 
     /**
-     * @return when this attempt's execution_timeout ends, if it has one
+     * @return when this attempt's execution limit ends, if it has one: its execution_timeout, else
+     *     the type's default ({@link HandlerOptions#defaultExecutionTimeout()}), capped by {@link
+     *     HandlerOptions#maxExecutionTimeout()}
      */
     public Optional<Instant> deadline() {
         return Optional.ofNullable(deadline);

@@ -67,6 +67,10 @@ final class TypeRunner implements Runnable {
         return running.size();
     }
 
+    java.util.Optional<HandlerOptions.Limit> limitFor(Task task) {
+        return options.limitFor(task.executionTimeout());
+    }
+
     long leaseMs() {
         return options.lease().toMillis();
     }

@@ -77,4 +77,82 @@ class TimeoutTest extends Fixtures {
             assertTrue(String.valueOf(record(ns, spinning)).startsWith("dead|"), "the late success was not acked");
         }
     }
+
+    /** A task without execution_timeout is stopped at its type's default, like one with its own. */
+    @Test
+    void aTaskWithoutTimeoutIsStoppedAtTheTypesDefault() throws Exception {
+        String ns = newNamespace();
+        AtomicBoolean interrupted = new AtomicBoolean();
+        AtomicLong startedMs = new AtomicLong();
+        try (BatonClient c = client(); Worker w = worker().build()) {
+            String id = c.enqueue(TaskRequest.builder(ns, "hangs").maxRetry(0).build()).taskId();
+            w.handle(ns, "hangs", t -> {
+                startedMs.set(System.currentTimeMillis());
+                assertTrue(t.executionTimeout().isEmpty(), "the task itself has none");
+                assertTrue(t.deadline().isPresent(), "the default gives the attempt a deadline");
+                try {
+                    Thread.sleep(60_000);
+                } catch (InterruptedException e) {
+                    interrupted.set(true);
+                    throw e;
+                }
+            }, HandlerOptions.DEFAULT.withDefaultExecutionTimeout(Duration.ofSeconds(1)));
+            w.start();
+            waitFor(Duration.ofSeconds(30), "dead", () -> String.valueOf(record(ns, id)).startsWith("dead|"));
+            waitFor(Duration.ofSeconds(10), "interrupt", interrupted::get);
+            JsonNode e = errors(ns, id).get(0);
+            assertEquals("timeout", e.get("kind").asText());
+            assertEquals("execution timeout of 1 s exceeded (the worker's default for this type: the task has no "
+                    + "execution_timeout)", e.get("error").asText());
+            long recordedAfter = e.get("at_ms").asLong() - startedMs.get();
+            assertTrue(recordedAfter >= 900 && recordedAfter < 30_000, "recorded " + recordedAfter + " ms after start");
+            assertEquals(1, w.stats().timedOut());
+        }
+    }
+
+    /** The task's own execution_timeout wins over the default; the cap limits even the task's own. */
+    @Test
+    void theTasksOwnTimeoutBeatsTheDefaultAndTheCapBeatsBoth() throws Exception {
+        String ns = newNamespace();
+        try (BatonClient c = client(); Worker w = worker().build()) {
+            // own 1 s under a 3600 s default: stopped at 1 s
+            String own = c.enqueue(TaskRequest.builder(ns, "own").maxRetry(0)
+                    .executionTimeout(Duration.ofSeconds(1)).build()).taskId();
+            // own 3600 s under a 1 s cap: stopped at 1 s
+            String capped = c.enqueue(TaskRequest.builder(ns, "capped").maxRetry(0)
+                    .executionTimeout(Duration.ofSeconds(3600)).build()).taskId();
+            // none, no default, 1 s cap: stopped at 1 s
+            String none = c.enqueue(TaskRequest.builder(ns, "capped").maxRetry(0).build()).taskId();
+            TaskHandler sleeps = t -> Thread.sleep(60_000);
+            w.handle(ns, "own", sleeps, HandlerOptions.DEFAULT.withDefaultExecutionTimeout(Duration.ofSeconds(3600)));
+            w.handle(ns, "capped", sleeps, HandlerOptions.DEFAULT.withMaxExecutionTimeout(Duration.ofSeconds(1)));
+            w.start();
+            for (String id : new String[] {own, capped, none}) {
+                String ns0 = ns;
+                waitFor(Duration.ofSeconds(30), "dead " + id, () -> String.valueOf(record(ns0, id)).startsWith("dead|"));
+            }
+            assertEquals("execution_timeout of 1 s exceeded", errors(ns, own).get(0).get("error").asText());
+            assertEquals("execution timeout of 1 s exceeded (the worker's cap for this type)",
+                    errors(ns, capped).get(0).get("error").asText());
+            assertEquals("execution timeout of 1 s exceeded (the worker's cap for this type)",
+                    errors(ns, none).get(0).get("error").asText());
+            assertEquals(3, w.stats().timedOut());
+        }
+    }
+
+    @Test
+    void limitsAreWholeSecondsWithinTheContractsRange() {
+        for (Duration bad : new Duration[] {Duration.ofMillis(500), Duration.ofMillis(1500), Duration.ZERO,
+                Duration.ofSeconds(-1), Duration.ofSeconds(86401)}) {
+            BatonException e = org.junit.jupiter.api.Assertions.assertThrows(BatonException.class,
+                    () -> HandlerOptions.DEFAULT.withDefaultExecutionTimeout(bad));
+            assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+            assertEquals("default_execution_timeout", e.field());
+            e = org.junit.jupiter.api.Assertions.assertThrows(BatonException.class,
+                    () -> HandlerOptions.DEFAULT.withMaxExecutionTimeout(bad));
+            assertEquals("max_execution_timeout", e.field());
+        }
+        assertEquals(Duration.ofHours(24),
+                HandlerOptions.DEFAULT.withDefaultExecutionTimeout(Duration.ofHours(24)).defaultExecutionTimeout());
+    }
 }
