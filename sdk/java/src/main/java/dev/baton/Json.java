@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.math.BigDecimal;
 import java.util.Comparator;
 
@@ -12,7 +13,9 @@ import java.util.Comparator;
  * The SDK's Jackson setup: numbers stay exact (integers beyond {@code long} as {@link
  * java.math.BigInteger}, every decimal as {@link BigDecimal} with its scale), trailing
  * tokens are errors, and binding to a class ignores properties it does not declare (use
- * {@link ExtensibleObject} to keep them).
+ * {@link ExtensibleObject}, {@link #merge(ObjectNode, Object)} or {@link
+ * TaskRequest.Builder#payloadObject(Object)} on a builder from {@link TaskRequest#from(Task)} to
+ * keep them).
  */
 public final class Json {
     private static final ObjectMapper MAPPER = JsonMapper.builder()
@@ -48,6 +51,53 @@ public final class Json {
      */
     public static boolean valueEquals(JsonNode a, JsonNode b) {
         return a.equals(BY_VALUE, b);
+    }
+
+    /**
+     * Lays a value bound from a payload back over that payload, so that the properties its class
+     * does not declare survive (seed 5.3) for plain classes and records too. The result is {@code
+     * original} with every property {@code value} writes set to the written value; where both
+     * sides hold an object, the rule applies inside it, so nested unknown properties survive as
+     * well. Arrays and scalars are replaced whole. A declared property the value writes as null
+     * becomes null; a property the value does not write (absent from its class, or left out by
+     * {@code @JsonInclude(NON_NULL)} and the like) keeps the original's value.
+     *
+     * <pre>{@code
+     * Order o = task.payloadAs(Order.class);           // a record that knows 2 of 5 properties
+     * ObjectNode next = Json.merge(task.payloadTree(), o.withAmount(amount));  // the other 3 kept
+     * }</pre>
+     *
+     * @param original the payload the value was bound from (not changed)
+     * @param value the bound value (a POJO, a record, a Map, a JsonNode), serialized with {@link
+     *     #mapper()}
+     * @return a new tree
+     * @throws BatonException {@code invalid_argument} ({@code payload}) when the value does not
+     *     serialize to a JSON object
+     */
+    public static ObjectNode merge(ObjectNode original, Object value) {
+        JsonNode over;
+        try {
+            over = MAPPER.valueToTree(value);
+        } catch (IllegalArgumentException e) {
+            throw BatonException.invalid("payload", "cannot be serialized: " + Rules.firstLine(e));
+        }
+        if (!(over instanceof ObjectNode o)) {
+            throw BatonException.invalid("payload", "must be a JSON object (got " + typeName(over) + ")");
+        }
+        ObjectNode out = original.deepCopy();
+        mergeInto(out, o);
+        return out;
+    }
+
+    private static void mergeInto(ObjectNode target, ObjectNode over) {
+        over.properties().forEach(e -> {
+            JsonNode old = target.get(e.getKey());
+            if (old instanceof ObjectNode oldObject && e.getValue() instanceof ObjectNode newObject) {
+                mergeInto(oldObject, newObject);
+            } else {
+                target.set(e.getKey(), e.getValue());
+            }
+        });
     }
 
     /**

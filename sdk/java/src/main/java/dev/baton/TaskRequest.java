@@ -90,7 +90,10 @@ public final class TaskRequest {
 
     /**
      * A builder that re-enqueues a delivered task: same namespace, type, payload bytes, settings
-     * and every extra field (unknown ones included), with a new id.
+     * and every extra field (unknown ones included), with a new id. On it, {@link
+     * Builder#payloadObject(Object)} lays the value over the task's payload ({@link
+     * Json#merge(ObjectNode, Object)}), so a payload bound to a plain class or a record and
+     * changed keeps the properties the class does not declare.
      *
      * @param task a delivered task
      * @return a builder
@@ -100,6 +103,7 @@ public final class TaskRequest {
                 .maxRetry(task.maxRetry()).delay(Duration.ofSeconds(task.delaySeconds()));
         task.executionTimeout().ifPresent(b::executionTimeout);
         task.extra().properties().forEach(e -> b.extra.set(e.getKey(), e.getValue().deepCopy()));
+        b.source = task.payloadTree();
         return b;
     }
 
@@ -217,6 +221,8 @@ public final class TaskRequest {
         private final ObjectNode extra = Json.mapper().createObjectNode();
         private String uniqueKey;
         private long uniqueTtlSeconds;
+        /** The delivered task's payload, on a builder made by {@link TaskRequest#from(Task)}. */
+        private ObjectNode source;
 
         private Builder(String namespace, String taskType) {
             this.namespace = namespace;
@@ -251,12 +257,18 @@ public final class TaskRequest {
         }
 
         /**
-         * @param value an object serialized with {@link Json#mapper()} (a Map, a POJO, a JsonNode)
+         * Serializes the payload with {@link Json#mapper()}. On a builder made by {@link
+         * TaskRequest#from(Task)}, the value is laid over the delivered task's payload instead
+         * ({@link Json#merge(ObjectNode, Object)}): properties the value's class does not declare
+         * are kept from the task.
+         *
+         * @param value an object serialized with {@link Json#mapper()} (a Map, a POJO, a record, a
+         *     JsonNode)
          * @return this
          */
         public Builder payloadObject(Object value) {
             try {
-                this.payload = Json.mapper().writeValueAsBytes(value);
+                this.payload = Json.mapper().writeValueAsBytes(source == null ? value : Json.merge(source, value));
             } catch (JsonProcessingException e) {
                 throw BatonException.invalid("payload", "cannot be serialized: " + Rules.firstLine(e));
             }
