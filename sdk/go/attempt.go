@@ -71,6 +71,9 @@ func callHandler(ctx context.Context, h Handler, name string, t *Task) (out outc
 			perr := &PanicError{Value: v, Stack: string(stack)}
 			out = outcome{kind: kindError, message: perr.Error(), err: perr,
 				stack: "panic: " + fmt.Sprint(v) + " [recovered by the baton worker in handler " + name + "]\n\n" + string(stack)}
+			if errors.Is(perr, ErrNonRetryable) { // panic(baton.NonRetryable(err)): as returned
+				out.kind = kindNonRetryable
+			}
 		}
 	}()
 	err := h.ProcessTask(ctx, t)

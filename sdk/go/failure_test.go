@@ -125,15 +125,19 @@ func TestNonRetryableGoesStraightToTheDLQ(t *testing.T) {
 	failingWorker(t, ns, "t", func(ctx context.Context, task *baton.Task) error {
 		n, _ := runs.LoadOrStore(task.ID, new(int))
 		*(n.(*int))++
-		if task.Headers()["wrap"] == "fmt" {
+		switch task.Headers()["wrap"] {
+		case "fmt":
 			return fmt.Errorf("order %s does not exist: %w", task.ID, baton.ErrNonRetryable)
+		case "panic": // a panic with a non-retryable error counts as that error returned
+			panic(baton.NonRetryable(errors.New("bad input")))
 		}
 		return baton.NonRetryable(errors.New("bad input"))
 	})
 	c := newClient(t)
 	a, _ := c.Enqueue(context.Background(), ns, "t", []byte(`{}`), baton.MaxRetry(5))
 	b, _ := c.Enqueue(context.Background(), ns, "t", []byte(`{}`), baton.MaxRetry(5), baton.Headers(map[string]string{"wrap": "fmt"}))
-	for _, id := range []string{a.TaskID, b.TaskID} {
+	p, _ := c.Enqueue(context.Background(), ns, "t", []byte(`{}`), baton.MaxRetry(5), baton.Headers(map[string]string{"wrap": "panic"}))
+	for _, id := range []string{a.TaskID, b.TaskID, p.TaskID} {
 		waitFor(t, 30*time.Second, "the dead-letter queue", func() bool { return isDead(t, ns, "t", id) })
 		errs := errorsOf(t, ns, id)
 		if len(errs) != 1 || errs[0].Kind != "non_retryable" {
