@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 
 _WS = re.compile(rb"[ \t\r\n]*")
 # A JSON string token, unrolled so that long strings do not backtrack.
@@ -56,14 +57,13 @@ def _value_end(text: bytes, pos: int) -> int:
     return m.end()
 
 
-def member_span(text: bytes, name: str) -> tuple[int, int] | None:
-    """(start, end) of the value of the top-level member ``name`` of the JSON object in text,
-    or None when absent. With duplicate names the last one wins, as with json.loads."""
+def _members(text: bytes) -> Iterator[tuple[str, int, int]]:
+    """(name, start, end) of each top-level member's value of the JSON object in text, in order
+    (nothing when text is no object)."""
     pos = _skip_ws(text, 0)
     if text[pos : pos + 1] != b"{":
-        return None
+        return
     pos = _skip_ws(text, pos + 1)
-    found: tuple[int, int] | None = None
     while text[pos : pos + 1] == b'"':
         key = _STRING.match(text, pos)
         if key is None:
@@ -71,35 +71,26 @@ def member_span(text: bytes, name: str) -> tuple[int, int] | None:
         pos = _skip_ws(text, key.end())
         pos = _skip_ws(text, pos + 1)  # the ':'
         end = _value_end(text, pos)
-        if json.loads(key.group(0)) == name:
-            found = (pos, end)
+        yield json.loads(key.group(0)), pos, end
         pos = _skip_ws(text, end)
         if text[pos : pos + 1] != b",":
             break
         pos = _skip_ws(text, pos + 1)
+
+
+def member_span(text: bytes, name: str) -> tuple[int, int] | None:
+    """(start, end) of the value of the top-level member ``name`` of the JSON object in text,
+    or None when absent. With duplicate names the last one wins, as with json.loads."""
+    found: tuple[int, int] | None = None
+    for key, start, end in _members(text):
+        if key == name:
+            found = (start, end)
     return found
 
 
 def member_texts(text: bytes) -> dict[str, bytes]:
     """The exact bytes of every top-level member's value, by name (the last of duplicates)."""
-    out: dict[str, bytes] = {}
-    pos = _skip_ws(text, 0)
-    if text[pos : pos + 1] != b"{":
-        return out
-    pos = _skip_ws(text, pos + 1)
-    while text[pos : pos + 1] == b'"':
-        key = _STRING.match(text, pos)
-        if key is None:
-            raise ValueError("unterminated member name")
-        pos = _skip_ws(text, key.end())
-        pos = _skip_ws(text, pos + 1)  # the ':'
-        end = _value_end(text, pos)
-        out[json.loads(key.group(0))] = text[pos:end]
-        pos = _skip_ws(text, end)
-        if text[pos : pos + 1] != b",":
-            break
-        pos = _skip_ws(text, pos + 1)
-    return out
+    return {key: text[start:end] for key, start, end in _members(text)}
 
 
 def member_text(text: bytes, name: str) -> bytes | None:

@@ -74,6 +74,14 @@ class ProducerSpans:
         carried = current_trace.get()
         return dict(carried) if carried else None
 
+    def __enter__(self) -> ProducerSpans:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: object) -> None:
+        """Ends the spans, with the error that left the block if one did (it is not kept)."""
+        self.end(error)
+
     def end(self, error: BaseException | None = None) -> None:
         for span in self._spans:
             if error is not None:

@@ -67,26 +67,16 @@ class AsyncClient:
         """Validates and enqueues one task (see :meth:`baton.Client.enqueue`)."""
         request = TaskRequest(namespace, task_type, payload, delay, at, max_retry,
                               execution_timeout, task_id, unique_key, unique_ttl, extra)
-        spans = _tracing.ProducerSpans()
-        try:
+        with _tracing.ProducerSpans() as spans:
             prepared = _enqueue.prepare(request, self._keyspaces, spans)
             result = await self._coalescer.submit(prepared)
-        except BaseException as e:
-            spans.end(e)
-            raise
-        spans.end()
         return result
 
     async def enqueue_many(self, requests: Iterable[TaskRequest]) -> list[EnqueueResult]:
         """Enqueues many tasks in one round trip (see :meth:`baton.Client.enqueue_many`)."""
-        spans = _tracing.ProducerSpans()
-        try:
+        with _tracing.ProducerSpans() as spans:
             prepared = _enqueue.prepare_all(list(requests), self._keyspaces, spans)
             results = await self._send(prepared)
-        except BaseException as e:
-            spans.end(e)
-            raise
-        spans.end()
         return results
 
     async def enqueue_document(self, document: bytes | str | contract.TaskDocument, *,
@@ -95,15 +85,10 @@ class AsyncClient:
                                unique_ttl: Seconds | None = None) -> EnqueueResult:
         """Enqueues a whole task document as it is (see
         :meth:`baton.Client.enqueue_document`)."""
-        spans = _tracing.ProducerSpans()
-        try:
+        with _tracing.ProducerSpans() as spans:
             prepared = _producer.prepare_document(document, at, unique_key, unique_ttl,
                                                   self._keyspaces, spans)
             result = await self._coalescer.submit(prepared)
-        except BaseException as e:
-            spans.end(e)
-            raise
-        spans.end()
         return result
 
     async def _send(self, prepared: list[_enqueue.Prepared]) -> list[EnqueueResult]:

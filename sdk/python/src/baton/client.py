@@ -99,14 +99,9 @@ class Client:
         """
         request = TaskRequest(namespace, task_type, payload, delay, at, max_retry,
                               execution_timeout, task_id, unique_key, unique_ttl, extra)
-        spans = _tracing.ProducerSpans()
-        try:
+        with _tracing.ProducerSpans() as spans:
             prepared = _enqueue.prepare(request, self._keyspaces, spans)
             result = self._coalescer.submit(prepared)
-        except BaseException as e:
-            spans.end(e)
-            raise
-        spans.end()
         return result
 
     def enqueue_many(self, requests: Iterable[TaskRequest]) -> list[EnqueueResult]:
@@ -114,13 +109,8 @@ class Client:
         results in request order. Every request is validated first: one invalid request fails
         the call (``requests[3]: max_retry: ...``) and nothing is written. If Redis fails
         midway some calls may have been written: retrying with the same task ids is safe."""
-        spans = _tracing.ProducerSpans()
-        try:
+        with _tracing.ProducerSpans() as spans:
             results = self._send(_enqueue.prepare_all(list(requests), self._keyspaces, spans))
-        except BaseException as e:
-            spans.end(e)
-            raise
-        spans.end()
         return results
 
     def enqueue_document(self, document: bytes | str | contract.TaskDocument, *,
@@ -132,15 +122,10 @@ class Client:
         (with OpenTelemetry); a document without a ``trace`` field gets one pointing at that
         span (or, without OpenTelemetry, the trace of the task being handled), while a
         document's own ``trace`` field is kept as written."""
-        spans = _tracing.ProducerSpans()
-        try:
+        with _tracing.ProducerSpans() as spans:
             prepared = _producer.prepare_document(document, at, unique_key, unique_ttl,
                                                   self._keyspaces, spans)
             result = self._coalescer.submit(prepared)
-        except BaseException as e:
-            spans.end(e)
-            raise
-        spans.end()
         return result
 
     def _send(self, prepared: list[_enqueue.Prepared]) -> list[EnqueueResult]:
