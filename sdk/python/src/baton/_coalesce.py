@@ -59,6 +59,16 @@ def _refused(batch: Sequence[_Waiter]) -> list[_Waiter]:
     return refused if len(refused) > 1 else []
 
 
+def _hand_over(pending: Sequence[_Waiter]) -> bool:
+    """The next waiting caller (if any) leads: it sends what gathered. Returns whether a caller
+    is still busy sending. (The sync coalescer calls it under its lock.)"""
+    if not pending:
+        return False
+    pending[0].lead = True
+    pending[0].event.set()
+    return True
+
+
 class SyncCoalescer:
     """Group commit for the thread-safe sync Client."""
 
@@ -94,20 +104,11 @@ class SyncCoalescer:
             self._run(batch)
         finally:
             with self._lock:
-                self._hand_over()
+                self._busy = _hand_over(self._pending)
             for waiter in batch:
                 if waiter is not me:
                     waiter.event.set()
         return me.outcome()
-
-    def _hand_over(self) -> None:
-        """(Under the lock.) The next waiting caller sends what gathered; or nobody is busy."""
-        if self._pending:
-            successor = self._pending[0]
-            successor.lead = True
-            successor.event.set()
-        else:
-            self._busy = False
 
     def _withdraw(self, me: _Waiter) -> None:
         with self._lock:
@@ -115,7 +116,7 @@ class SyncCoalescer:
                 self._pending.remove(me)
             if me.lead:
                 me.lead = False
-                self._hand_over()
+                self._busy = _hand_over(self._pending)
 
     def _run(self, batch: list[_Waiter]) -> None:
         try:
@@ -149,7 +150,7 @@ class AsyncCoalescer:
                 if me in self._pending:
                     self._pending.remove(me)
                 if me.lead:
-                    self._hand_over()
+                    self._busy = _hand_over(self._pending)
                 raise
             if not me.lead:
                 return me.outcome()
@@ -160,7 +161,7 @@ class AsyncCoalescer:
         try:
             await self._run(batch)
         finally:
-            self._hand_over()
+            self._busy = _hand_over(self._pending)
             for waiter in batch:
                 if waiter.result is None and waiter.error is None:  # this leader was cancelled
                     waiter.error = UnavailableError(
@@ -170,15 +171,6 @@ class AsyncCoalescer:
                 if waiter is not me:
                     waiter.event.set()
         return me.outcome()
-
-    def _hand_over(self) -> None:
-        """The next waiting caller sends what gathered; or nobody is busy any more."""
-        if self._pending:
-            successor = self._pending[0]
-            successor.lead = True
-            successor.event.set()
-        else:
-            self._busy = False
 
     async def _run(self, batch: list[_Waiter]) -> None:
         try:
