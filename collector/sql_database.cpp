@@ -33,8 +33,8 @@ std::string AsText(const SqlValue& v) {
 StatusOr<std::unique_ptr<SqlDatabase>> OpenSqlDatabase(const std::string& url) {
   auto starts = [&url](std::string_view prefix) { return url.rfind(prefix, 0) == 0; };
   auto ends = [&url](std::string_view suffix) {
-    return url.size() >= suffix.size() && url.compare(url.size() - suffix.size(), suffix.size(),
-                                                      suffix) == 0;
+    return url.size() >= suffix.size() &&
+           url.compare(url.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (starts("postgresql://") || starts("postgres://")) return OpenPostgresDatabase(url);
   if (starts("sqlite://")) {
@@ -46,8 +46,9 @@ StatusOr<std::unique_ptr<SqlDatabase>> OpenSqlDatabase(const std::string& url) {
     return OpenSqliteDatabase(url);
   }
   return Status::InvalidArgument(
-      "store", "must be sqlite:///path/file.db, a path ending in .db or .sqlite, or "
-               "postgresql://user:password@host:port/dbname");
+      "store",
+      "must be sqlite:///path/file.db, a path ending in .db or .sqlite, or "
+      "postgresql://user:password@host:port/dbname");
 }
 
 }  // namespace baton::collector
