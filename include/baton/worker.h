@@ -100,7 +100,7 @@ struct WorkerOptions {
   // Consumer group. Every worker of a (namespace, type) shares one group: a task is one unit of
   // work, acked once (ack deletes the entry), not a message fanned out to several services. The
   // only other group is the temporary "<group>.rescue" of `baton rescue` (docs/rescue.md).
-  // Consumer names are "<service>:<host>:<pid>:<random>", unique per process.
+  // Consumer names are "<service>:<host>:<pid>:<random>:cpp", unique per process.
   std::string group = "baton";
   std::string service = "worker";
   int default_concurrency = 4;
@@ -138,7 +138,7 @@ struct WorkerStats {
 };
 
 // Thread-safety: Register before Start/Run; Stop() and stats() from any thread.
-// Consumer name: "<service>:<hostname>:<pid>:<6 random hex>", fixed at construction.
+// Consumer name: "<service>:<hostname>:<pid>:<6 random hex>:cpp", fixed at construction.
 class Worker {
  public:
   explicit Worker(WorkerOptions options);

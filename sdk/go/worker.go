@@ -113,7 +113,7 @@ func NewWorker(redisURL string, opts ...WorkerOption) (*Worker, error) {
 	return &Worker{
 		url:      redisURL,
 		cfg:      cfg,
-		consumer: cfg.service + ":" + host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(suffix[:]),
+		consumer: cfg.service + ":" + host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(suffix[:]) + ":go",
 		byQueue:  map[[2]string]bool{},
 	}, nil
 }
@@ -151,7 +151,7 @@ func checkLease(d time.Duration) *Error {
 	return nil
 }
 
-// Consumer is this worker's consumer name, "<service>:<host>:<pid>:<6 hex>".
+// Consumer is this worker's consumer name, "<service>:<host>:<pid>:<6 hex>:go".
 func (w *Worker) Consumer() string { return w.consumer }
 
 // HandleFunc registers f for tasks of (ns, taskType); see Handle.

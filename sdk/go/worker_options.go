@@ -61,7 +61,7 @@ func WithGroup(group string) WorkerOption {
 	return workerOption(func(c *workerConfig) { c.group = group })
 }
 
-// WithService sets the first part of the consumer name "<service>:<host>:<pid>:<random>"
+// WithService sets the first part of the consumer name "<service>:<host>:<pid>:<random>:go"
 // (default "worker"; not empty, no spaces or control characters); it shows in `baton pending`
 // and in every error record.
 func WithService(service string) WorkerOption {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +25,19 @@ func newWorker(t *testing.T, opts ...baton.WorkerOption) *baton.Worker {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// The default consumer name is "<service>:<host>:<pid>:<6 hex>:go", different per worker.
+func TestConsumerNameHasServiceHostPidRandomSuffixAndLanguage(t *testing.T) {
+	host, _ := os.Hostname()
+	prefix := "billing:" + host + ":" + strconv.Itoa(os.Getpid()) + ":"
+	name := newWorker(t, baton.WithService("billing")).Consumer()
+	if !strings.HasPrefix(name, prefix) || !regexp.MustCompile(`^[0-9a-f]{6}:go$`).MatchString(name[len(prefix):]) {
+		t.Fatalf("consumer name %q, want %s<6 hex>:go", name, prefix)
+	}
+	if other := newWorker(t, baton.WithService("billing")).Consumer(); other == name {
+		t.Fatalf("two workers share the consumer name %q", name)
+	}
 }
 
 // The handler gets the task exactly as produced: payload bytes, envelope, unknown fields.

@@ -66,7 +66,7 @@ std::string MakeConsumerName(const std::string& service) {
   std::random_device rd;
   char suffix[8];
   std::snprintf(suffix, sizeof suffix, "%06x", rd() & 0xffffffu);
-  return service + ":" + host + ":" + std::to_string(getpid()) + ":" + suffix;
+  return service + ":" + host + ":" + std::to_string(getpid()) + ":" + suffix + ":cpp";
 }
 
 struct Registration {

@@ -1,6 +1,7 @@
 // The worker's happy paths against a real redis-server: tasks run and are acked, retries, type
 // isolation, malformed entries, graceful shutdown, delayed tasks, heartbeats.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <map>
@@ -64,14 +65,19 @@ TEST_F(WorkerTest, RunsTasksAndAcksThem) {
   EXPECT_EQ(redis_.Integer({"SISMEMBER", std::string(internal::Keys::kNamespaces), kNs}), 1);
 }
 
-TEST_F(WorkerTest, ConsumerNameHasServiceHostPidAndRandomSuffix) {
+TEST_F(WorkerTest, ConsumerNameHasServiceHostPidRandomSuffixAndLanguage) {
   WorkerOptions o = Options();
   o.service = "billing";
   Worker worker(o);
   const std::string& name = worker.consumer_name();
-  EXPECT_EQ(name.rfind("billing:", 0), 0u) << name;
-  EXPECT_NE(name.find(":" + std::to_string(getpid()) + ":"), std::string::npos) << name;
-  EXPECT_EQ(name.size() - name.rfind(':') - 1, 6u) << name;
+  char host[256] = {0};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  const std::string prefix = "billing:" + std::string(host) + ":" + std::to_string(getpid()) + ":";
+  ASSERT_EQ(name.rfind(prefix, 0), 0u) << name;
+  const std::string rest = name.substr(prefix.size());  // "<6 hex>:cpp"
+  ASSERT_EQ(rest.size(), 10u) << name;
+  EXPECT_EQ(rest.find_first_not_of("0123456789abcdef"), 6u) << name;
+  EXPECT_EQ(rest.substr(6), ":cpp") << name;
   EXPECT_NE(Worker(o).consumer_name(), name);
 }
 

@@ -49,7 +49,7 @@ export interface WorkerOptions extends Omit<LinkOptions, 'name'> {
   redis?: string;
   /** Consumer group shared by every worker of a type (default "baton"). */
   group?: string;
-  /** First part of the consumer name "<service>:<host>:<pid>:<random>" (default "worker"). */
+  /** First part of the consumer name "<service>:<host>:<pid>:<random>:node" (default "worker"). */
   service?: string;
   defaultConcurrency?: number;
   /** Most entries per dequeue call, 1..1000 (default 64). */
@@ -99,7 +99,7 @@ interface Registration {
 }
 
 function makeConsumerName(service: string): string {
-  return `${service}:${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  return `${service}:${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}:node`;
 }
 
 function intOption(field: string, value: number | undefined, min: number, max: number, fallback: number): number {

@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import * as calls from '../src/generated/calls.js';
 import { ERROR_CODES } from '../src/generated/errors.js';
@@ -10,7 +11,7 @@ import { FUNCTIONS, KEY_KINDS } from '../src/generated/protocol.js';
 import { BatonError, fromErrorReply } from '../src/baton_error.js';
 import { readEnqueueReply } from '../src/enqueue_reply.js';
 import { findTopLevelMember } from '../src/json_span.js';
-import { hasUnsafeNumbers, isUuidV7, LosslessNumber, newTaskId, parseLossless, stringifyJson } from '../src/index.js';
+import { hasUnsafeNumbers, isUuidV7, LosslessNumber, newTaskId, parseLossless, stringifyJson, Worker } from '../src/index.js';
 import { REPO_ROOT } from './helpers/paths.js';
 
 test('task ids are UUIDv7 by Baton rule: time prefix, version 7, variant 10, strictly increasing', () => {
@@ -25,6 +26,14 @@ test('task ids are UUIDv7 by Baton rule: time prefix, version 7, variant 10, str
   const a = newTaskId(now + 100000);
   const b = newTaskId(now);
   assert.ok(b > a);
+});
+
+test('the default consumer name is <service>:<host>:<pid>:<6 hex>:node', () => {
+  const name = new Worker({ service: 'billing', logger: false }).consumerName;
+  const prefix = `billing:${hostname()}:${process.pid}:`;
+  assert.ok(name.startsWith(prefix), name);
+  assert.match(name.slice(prefix.length), /^[0-9a-f]{6}:node$/);
+  assert.notEqual(new Worker({ service: 'billing', logger: false }).consumerName, name);
 });
 
 test('every generated wrapper sends the KEYS of contract/protocol.json, in order', () => {

@@ -7,6 +7,8 @@ import asyncio
 import contextlib
 import copy
 import os
+import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,6 +40,14 @@ def running(worker: baton.Worker) -> Iterator[baton.Worker]:
 def make_worker(url: str, **kwargs: Any) -> baton.Worker:
     kwargs.setdefault("block_ms", 500)
     return baton.Worker(url, **kwargs)
+
+
+def test_consumer_name_has_service_host_pid_random_suffix_and_language(url: str) -> None:
+    name = make_worker(url, service="billing").consumer_name
+    prefix = f"billing:{socket.gethostname()}:{os.getpid()}:"
+    assert name.startswith(prefix), name
+    assert re.fullmatch(r"[0-9a-f]{6}:python", name[len(prefix):]), name
+    assert make_worker(url, service="billing").consumer_name != name
 
 
 def test_sync_and_async_handlers_get_the_task(url: str, client: baton.Client, ns: str,

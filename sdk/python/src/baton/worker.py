@@ -86,7 +86,7 @@ class Worker:
 
     Args:
         redis_url: the Redis to work from.
-        service: first part of the consumer name ``<service>:<host>:<pid>:<random>``.
+        service: first part of the consumer name ``<service>:<host>:<pid>:<random>:python``.
         group: the consumer group every worker of a type shares (``baton``).
         concurrency: default slots per task type (threads, tasks or processes).
         fetch_batch: most tasks per dequeue call (1..1000).
@@ -134,7 +134,7 @@ class Worker:
         self.redis_options = dict(redis_options or {})
         self.process_start_method = process_start_method
         self.consumer_name = f"{service}:{socket.gethostname()}:{os.getpid()}:" \
-                             f"{secrets.token_hex(3)}"
+                             f"{secrets.token_hex(3)}:python"
         self._registrations: list[Registration] = []
         self._counters = WorkerCounters()
         self._lock = threading.Lock()

@@ -2,15 +2,16 @@ package dev.baton;
 
 import dev.baton.internal.Redis;
 import dev.baton.internal.Threads;
-import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -239,14 +240,21 @@ public final class Worker implements AutoCloseable {
             this.redisUrl = redisUrl;
         }
 
+        /** {@code worker:<host>:<pid>:<6 hex>:java}, the form of every Baton SDK's default. */
         private static String defaultConsumer() {
-            String host = ManagementFactory.getRuntimeMXBean().getName();
-            return "java-" + host.replaceAll("[^A-Za-z0-9_.@-]", "_") + "-"
-                    + UUID.randomUUID().toString().substring(0, 8);
+            String host;
+            try {
+                host = InetAddress.getLocalHost().getHostName();
+            } catch (UnknownHostException e) {
+                host = "unknown";
+            }
+            return "worker:" + host + ":" + ProcessHandle.current().pid() + ":"
+                    + String.format("%06x", ThreadLocalRandom.current().nextInt(1 << 24)) + ":java";
         }
 
         /**
-         * @param name consumer name, unique per worker process (default java-PID@HOST-RANDOM)
+         * @param name consumer name, unique per worker process (default
+         *     {@code worker:<host>:<pid>:<6 hex>:java}); kept as given
          * @return this
          */
         public Builder consumerName(String name) {

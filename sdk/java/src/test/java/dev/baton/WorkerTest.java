@@ -1,11 +1,13 @@
 package dev.baton;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.net.InetAddress;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
@@ -19,6 +21,19 @@ class WorkerTest extends Fixtures {
     /** A payload class that declares one field; the others must survive a round trip. */
     static final class Order extends ExtensibleObject {
         public BigInteger id;
+    }
+
+    @Test
+    void consumerNameHasServiceHostPidRandomSuffixAndLanguage() throws Exception {
+        String prefix = "worker:" + InetAddress.getLocalHost().getHostName() + ":" + ProcessHandle.current().pid() + ":";
+        try (Worker w = worker().build(); Worker other = worker().build();
+                Worker custom = worker().consumerName("my-consumer").build()) {
+            String name = w.consumerName();
+            assertTrue(name.startsWith(prefix), name);
+            assertTrue(name.substring(prefix.length()).matches("[0-9a-f]{6}:java"), name);
+            assertNotEquals(name, other.consumerName());
+            assertEquals("my-consumer", custom.consumerName());
+        }
     }
 
     @Test
