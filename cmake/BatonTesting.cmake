@@ -2,6 +2,7 @@
 # The file suffix says what a test needs and becomes its CTest label:
 #   *_test.cpp       pure unit test                         label "unit"
 #   *_redistest.cpp  starts its own redis-server (harness)  label "redis"
+#   *_pgtest.cpp     starts its own PostgreSQL (harness)    label "postgres"
 #   *_e2etest.cpp    starts processes (workers, batond)     label "e2e"
 # `ctest -L unit` is the quick loop.
 function(baton_add_test name)
@@ -13,6 +14,8 @@ function(baton_add_test name)
   list(GET sources 0 first)
   if(first MATCHES "_redistest\\.cpp$")
     set(label redis)
+  elseif(first MATCHES "_pgtest\\.cpp$")
+    set(label postgres)
   elseif(first MATCHES "_e2etest\\.cpp$")
     set(label e2e)
   else()

@@ -9,6 +9,7 @@ PACKAGES=(
   libhiredis-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libhowardhinnant-date-dev tzdata libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libpqxx-dev libsqlite3-dev postgresql
   python3 python3-redis python3-croniter python3-venv
 )
 missing=()
@@ -56,5 +57,7 @@ if [ ${#problems[@]} -gt 0 ]; then
   exit 1
 fi
 # The Debian package starts a system redis on 6379; Baton never uses it (tests and the demo start
-# their own servers on free loopback ports), so leave it alone.
+# their own servers on free loopback ports), so leave it alone. The same for postgresql: the
+# collector's *_pgtest programs start their own PostgreSQL server (tests/harness/postgres_server.h,
+# initdb into a temporary directory); the Debian service is never used.
 echo "setup: all packages and toolchains present (node $node_v, go $go_v, java $java_v)"
