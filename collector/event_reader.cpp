@@ -133,6 +133,7 @@ StatusOr<std::vector<EventBatch>> EventReader::ReadOwnPending() {
   for (std::size_t i = 0; i < ns_of_stream_.size(); ++i) argv.push_back("0");
   auto reply = conn_.Command(argv);
   if (!reply.ok()) return reply.status();
+  if (reply->is_error() && reply->str.rfind("NOGROUP", 0) == 0) return RecreateGroups();
   return ParseRead(*reply);
 }
 
@@ -147,7 +148,18 @@ StatusOr<std::vector<EventBatch>> EventReader::ReadNew() {
   for (std::size_t i = 0; i < ns_of_stream_.size(); ++i) argv.push_back(">");
   auto reply = conn_.BlockingCommand(argv, options_.block);
   if (!reply.ok()) return reply.status();
+  if (reply->is_error() && reply->str.rfind("NOGROUP", 0) == 0) return RecreateGroups();
   return ParseRead(*reply);
+}
+
+StatusOr<std::vector<EventBatch>> EventReader::RecreateGroups() {
+  // One stream read together with the others was deleted (DEL, FLUSHDB) or lost its group: the
+  // whole read fails. Create the groups again (an existing one is kept) and read again next time.
+  std::set<std::string> namespaces = followed_;
+  followed_.clear();
+  ns_of_stream_.clear();
+  if (Status s = Follow(namespaces); !s.ok()) return s;
+  return std::vector<EventBatch>{};
 }
 
 StatusOr<std::vector<EventBatch>> EventReader::ClaimAbandoned() {
@@ -162,6 +174,7 @@ StatusOr<std::vector<EventBatch>> EventReader::ClaimAbandoned() {
   std::size_t i = 0;
   for (const auto& [key, ns] : ns_of_stream_) {
     const Reply& r = (*replies)[i++];
+    if (r.is_error() && r.str.rfind("NOGROUP", 0) == 0) return RecreateGroups();
     if (r.is_error()) return Status::Internal("XAUTOCLAIM " + key + ": " + r.str);
     if (r.elements.size() < 2) continue;
     EventBatch batch{ns, ParseEntries(r.elements[1])};

@@ -78,6 +78,8 @@ class EventReader {
 
  private:
   StatusOr<std::vector<EventBatch>> ParseRead(const internal::Reply& reply);
+  // After NOGROUP: creates the groups of every followed stream again; returns no entries.
+  StatusOr<std::vector<EventBatch>> RecreateGroups();
 
   internal::RedisConnection& conn_;
   EventReaderOptions options_;

@@ -138,7 +138,7 @@ StatusOr<std::unique_ptr<SqlDatabase>> OpenSqliteDatabase(const std::string& pat
   sqlite3_busy_timeout(db, 10000);
   auto database = std::make_unique<SqliteDatabase>(db);
   Status pragmas = database->ExecScript(
-      "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF;");
+      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;");
   if (!pragmas.ok()) return Status::Unavailable("store: " + pragmas.message());
   return std::unique_ptr<SqlDatabase>(std::move(database));
 }

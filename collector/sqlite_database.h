@@ -1,5 +1,5 @@
 #pragma once
-// SqlDatabase on an SQLite file (the embedded default store): WAL journal, NORMAL sync (a commit
-// survives a crash of the collector; a power loss may lose the last commits, which the events
-// stream's consumer group then delivers again), prepared statements cached by their text.
+// SqlDatabase on an SQLite file (the embedded default store): WAL journal, FULL sync (a commit is
+// on disk before the collector acks its entries, so not even a power loss loses an acked event),
+// prepared statements cached by their text.
 #include "sql_database.h"

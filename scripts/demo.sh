@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The demo: sets everything up, starts a private Redis (AOF on) and batond, workers in three
-# languages (C++, Python through its SDK, a shell script through `baton work --exec`), a cron
-# job, and a producer; then shows the queues, the dead-letter queue and a task's timeline.
+# The demo: sets everything up, starts a private Redis (AOF on), batond and baton-collector
+# (events into an SQLite store, stats API on a loopback port), workers in three languages (C++,
+# Python through its SDK, a shell script through `baton work --exec`), a cron job, and a producer;
+# then shows the queues, the dead-letter queue, a task's timeline and the collector's overview.
 #   scripts/demo.sh            runs about 15 seconds, then stops everything it started
-#   DEMO_KEEP=1 scripts/demo.sh  leaves Redis, batond and the workers running (Ctrl-C to stop)
+#   DEMO_KEEP=1 scripts/demo.sh  leaves Redis, batond, the collector and the workers running
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -16,6 +17,8 @@ rm -rf "$data"
 mkdir -p "$data/redis" "$data/audit"
 port=$(/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 url="redis://127.0.0.1:$port"
+api_port=$(/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+api="http://127.0.0.1:$api_port"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -38,6 +41,11 @@ baton init
 
 step "batond (promoter, lease reaper, cron), log in demo-data/batond.log"
 "$bin/daemon/batond" --redis "$url" --health 127.0.0.1:0 >"$data/batond.log" 2>&1 &
+pids+=($!)
+
+step "baton-collector: events into demo-data/stats.db, API and /metrics on $api"
+"$bin/collector/baton-collector" --redis "$url" --store "sqlite://$data/stats.db" \
+  --listen "127.0.0.1:$api_port" --sample-interval-ms 1000 >"$data/collector.log" 2>&1 &
 pids+=($!)
 
 step "workers: C++ (examples/worker.cpp), Python (sdk/python/examples/demo_worker.py), shell (baton work --exec)"
@@ -86,7 +94,35 @@ for q in queues:
     print(f"  {q.get('type', '?'):<18} {cells}")
 PY
 echo "  audit_log tasks run by the shell worker: $(ls "$data/audit" | wc -l)"
-echo "  redis: $url   (the web console arrives with its own issue)"
+echo "  overview read back from the collector's store ($api/api/overview):"
+/usr/bin/python3 - "$api" <<'PY'
+import json, sys, time, urllib.request
+doc = None
+for _ in range(50):  # the collector may still be starting on a slow machine
+    try:
+        doc = json.load(urllib.request.urlopen(sys.argv[1] + "/api/overview", timeout=5))
+        if doc["namespaces"]:
+            break
+    except OSError:
+        pass
+    time.sleep(0.2)
+if not doc or not doc["namespaces"]:
+    sys.exit("  the collector's overview is empty: see demo-data/collector.log")
+for ns in doc["namespaces"]:
+    t = ns["today"]
+    rate = "-" if t["success_rate"] is None else f"{100 * t['success_rate']:.0f}%"
+    mean = "-" if t["mean_run_ms"] is None else f"{t['mean_run_ms']:.1f} ms"
+    print(f"  namespace {ns['namespace']}: today {t['enqueued']} enqueued, {t['succeeded']} succeeded, "
+          f"{t['failed']} failed attempts, {t['dead']} dead; success rate {rate}; mean run time {mean}"
+          + ("" if ns["complete"] else f"; {ns['events_lost']} events lost"))
+    for name, ty in sorted(ns["types"].items()):
+        h = ty.get("last_hour", {})
+        q = ty.get("queue", {})
+        print(f"    {name:<18} runs {h.get('runs', 0):<4} p95 {h.get('p95_run_ms') or 0:7.1f} ms"
+              f"   ready {q.get('ready', '-')}  dead {q.get('dead', '-')}")
+PY
+echo "  redis: $url   stats API: $api/api/overview   metrics: $api/metrics"
+echo "  (the web console arrives with its own issue)"
 if [ "${DEMO_KEEP:-0}" = 1 ]; then
   step "running; Ctrl-C to stop"
   wait

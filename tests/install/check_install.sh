@@ -45,6 +45,7 @@ cmake --build "$work/consumer" -j"$jobs"
 if [ "${BATON_INSTALL_ALL:-0}" = 1 ]; then
   test -x "$work/prefix/bin/batond"
   test -x "$work/prefix/bin/baton"
+  test -x "$work/prefix/bin/baton-collector"
 fi
 out=$("$work/consumer/baton_consumer")
 echo "$out"
