@@ -88,21 +88,22 @@ struct ApiServer::Impl {
   }
 
   void Routes() {
+    // Healthy: the store answers and the ingest loop is connected to Redis.
     server.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
       auto probe = WithStore([](SqlDatabase& d) -> StatusOr<json> {
         auto rows = d.Query("SELECT COUNT(*) FROM baton_schema");
         if (!rows.ok()) return rows.status();
-        return json{{"status", "ok"}, {"store", "up"}};
+        return json::object();
       });
-      if (!probe.ok()) {
-        res.status = 503;
-        res.set_content(
-            json{{"status", "unavailable"}, {"store", "down"}, {"error", probe.status().message()}}
-                .dump(),
-            "application/json");
-        return;
-      }
-      Reply(res, probe);
+      const bool redis_up = stats.redis_up.load();
+      json body = {{"store", probe.ok() ? "up" : "down"}, {"redis", redis_up ? "up" : "down"}};
+      if (!probe.ok()) body["error"] = probe.status().message();
+      const bool healthy = probe.ok() && redis_up;
+      body["status"] = healthy ? "ok" : "unavailable";
+      res.status = healthy ? 200 : 503;
+      res.set_header("Cache-Control", "no-store");
+      res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace),
+                      "application/json");
     });
     server.Get("/api/overview", [this](const httplib::Request&, httplib::Response& res) {
       Reply(res, WithStore([](SqlDatabase& d) { return QueryOverview(d, NowMs()); }));
@@ -128,6 +129,17 @@ struct ApiServer::Impl {
       }
       Reply(res,
             WithStore([&](SqlDatabase& d) { return QuerySeries(d, *ns, *type, from_ms, to_ms); }));
+    });
+    server.Get("/api/daily", [this](const httplib::Request& req, httplib::Response& res) {
+      auto days = IntParam(req, "days", 1, 3660);
+      if (!days.ok()) {
+        Reply(res, days.status());
+        return;
+      }
+      const std::string ns = TextParam(req, "namespace").value_or("");
+      Reply(res, WithStore([&](SqlDatabase& d) {
+              return QueryDaily(d, ns, NowMs(), days->value_or(30));
+            }));
     });
     server.Get(R"(/api/tasks/([^/]+))",
                [this](const httplib::Request& req, httplib::Response& res) {

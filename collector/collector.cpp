@@ -145,11 +145,13 @@ Status Collector::Run() {
       auto c = internal::RedisConnection::Open(*endpoint);
       if (!c.ok()) {
         ++stats_.redis_errors;
+        stats_.redis_up = false;
         spdlog::warn("Redis unavailable, retrying: {}", c.status().message());
         if (!retry_wait()) break;
         continue;
       }
       conn = std::move(c).value();
+      stats_.redis_up = true;
       reader = std::make_unique<EventReader>(
           *conn, EventReaderOptions{"baton-collector", config_.name, config_.batch, config_.block,
                                     config_.claim_idle});
@@ -237,6 +239,7 @@ Status Collector::Run() {
     }
     if (!step.ok()) {
       if (step.code() == StatusCode::kUnavailable && conn->broken()) {
+        stats_.redis_up = false;
         ++stats_.redis_errors;
         spdlog::warn("Redis connection lost, reconnecting: {}", step.message());
       } else if (step.code() == StatusCode::kUnavailable) {

@@ -23,6 +23,7 @@ struct CollectorStats {
   std::atomic<std::int64_t> redis_errors{0};      // failed Redis reads (retried)
   std::atomic<std::int64_t> samples{0};           // queue samples taken
   std::atomic<std::int64_t> ingest_micros{0};     // time spent in store writes
+  std::atomic<bool> redis_up{false};              // the ingest loop's Redis connection works
 
   void SetLag(const std::string& ns, NamespaceLag lag) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -1,5 +1,7 @@
 #include "event_reader.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -96,13 +98,30 @@ Status EventReader::Follow(const std::set<std::string>& namespaces) {
   for (const auto& ns : namespaces) {
     if (followed_.count(ns)) continue;
     const std::string key = Keys(ns).Events();
-    // ENTRIESREAD 0: the group has read nothing, so Redis' lag counts every event ever added
-    // that the group did not get, including those trimmed before it existed (see Progress).
-    auto created = conn_.Command(
-        {"XGROUP", "CREATE", key, options_.group, "0", "MKSTREAM", "ENTRIESREAD", "0"});
+    // A new group starts at the stream's first entry and counts as read what was trimmed before
+    // it existed (entries added minus length): history older than the first collector is not a
+    // gap. From then on Redis counts the group's reads one by one, so events trimmed before the
+    // group got them stay in its lag (see Progress).
+    std::int64_t trimmed_before = 0;
+    auto info = conn_.Command({"XINFO", "STREAM", key});
+    if (!info.ok()) return info.status();
+    if (!info->is_error()) {
+      const Reply* added = Field(*info, "entries-added");
+      const Reply* length = Field(*info, "length");
+      if (added && length)
+        trimmed_before = std::max<long long>(0, added->AsInteger() - length->AsInteger());
+    }
+    auto created = conn_.Command({"XGROUP", "CREATE", key, options_.group, "0", "MKSTREAM",
+                                  "ENTRIESREAD", std::to_string(trimmed_before)});
     if (!created.ok()) return created.status();
     if (created->is_error() && created->str.rfind("BUSYGROUP", 0) != 0) {
       return Status::Internal("XGROUP CREATE " + key + ": " + created->str);
+    }
+    if (!created->is_error() && trimmed_before > 0) {
+      spdlog::info(
+          "namespace {}: {} events were trimmed before the first collector read the "
+          "stream; collecting from its oldest entry (not counted as lost)",
+          ns, trimmed_before);
     }
     followed_.insert(ns);
     ns_of_stream_[key] = ns;

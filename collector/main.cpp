@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   auto parsed = baton::collector::ParseCollectorCommandLine(argc, argv);
   if (!parsed.config) return parsed.exit_code;
   spdlog::set_level(spdlog::level::from_str(parsed.config->log_level));
+  // Every line reaches the log at once, also when stdout is a file or a pipe.
+  spdlog::flush_on(spdlog::level::trace);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ baton-collector: %v");
 
   // SIGTERM/SIGINT are taken by sigwait() on one thread, which asks the collector to stop.

@@ -153,6 +153,27 @@ StatusOr<json> QuerySeries(SqlDatabase& db, const std::string& ns, const std::st
               {"points", std::move(points)}};
 }
 
+StatusOr<json> QueryDaily(SqlDatabase& db, const std::string& ns, std::int64_t now_ms,
+                          std::int64_t days) {
+  const std::string first_day = UtcDay(now_ms - (days - 1) * 86400000);
+  std::string sql = "SELECT ns, day, " + SummedRollup() + " FROM daily_stats WHERE day >= $1";
+  std::vector<SqlValue> params = {first_day};
+  if (!ns.empty()) {
+    sql += " AND ns = $2";
+    params.push_back(ns);
+  }
+  auto rows = db.Query(sql + " GROUP BY ns, day ORDER BY day DESC, ns", params);
+  if (!rows.ok()) return rows.status();
+  json list = json::array();
+  for (const auto& row : *rows) {
+    json day = RollupJson(row, 2);
+    day["namespace"] = AsText(row[0]);
+    day["day"] = AsText(row[1]);
+    list.push_back(std::move(day));
+  }
+  return json{{"from_day", first_day}, {"days", std::move(list)}};
+}
+
 StatusOr<json> QueryTimeline(SqlDatabase& db, const std::string& task_id) {
   auto events = db.Query(
       "SELECT ns, entry_ms, entry_seq, idx, type, from_state, to_state, attempt, worker, error, "

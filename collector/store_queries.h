@@ -21,6 +21,11 @@ StatusOr<nlohmann::json> QuerySeries(SqlDatabase& db, const std::string& ns,
                                      const std::string& type, std::int64_t from_ms,
                                      std::int64_t to_ms);
 
+// GET /api/daily: the daily totals of `ns` (every namespace when empty), the newest `days` UTC
+// days, newest first.
+StatusOr<nlohmann::json> QueryDaily(SqlDatabase& db, const std::string& ns, std::int64_t now_ms,
+                                    std::int64_t days);
+
 // GET /api/tasks/{id}: every stored event of the task (oldest first) and its attempts. kNotFound
 // when the store has none.
 StatusOr<nlohmann::json> QueryTimeline(SqlDatabase& db, const std::string& task_id);

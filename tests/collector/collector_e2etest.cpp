@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -34,14 +35,14 @@ class CollectorProcess {
  public:
   CollectorProcess(const std::string& redis_url, const std::string& store, const std::string& dir,
                    const std::string& name, std::vector<std::string> extra = {})
-      : port_(baton::testing::FreeLoopbackPort()), log_(dir + "/" + name + ".log") {
+      : log_(dir + "/" + name + ".log") {
     std::vector<std::string> argv = {BATON_COLLECTOR_PATH,
                                      "--redis",
                                      redis_url,
                                      "--store",
                                      store,
                                      "--listen",
-                                     "127.0.0.1:" + std::to_string(port_),
+                                     "127.0.0.1:0",
                                      "--name",
                                      name,
                                      "--sample-interval-ms",
@@ -55,26 +56,40 @@ class CollectorProcess {
     argv.insert(argv.end(), extra.begin(), extra.end());
     process_ = std::make_unique<Process>(argv, log_);
   }
-  int port() const { return port_; }
+  // The HTTP port the collector bound (port 0 = any free one: no race with other tests), read
+  // from its log; 0 when it did not start serving within 10 s.
+  int port() {
+    const std::string marker = "/metrics on http://127.0.0.1:";
+    for (int i = 0; port_ == 0 && i < 500; ++i) {
+      const std::string log = Log();
+      const auto at = log.rfind(marker);  // a restart under the same name appends
+      if (at != std::string::npos) {
+        port_ = std::atoi(log.c_str() + at + marker.size());
+      } else {
+        std::this_thread::sleep_for(milliseconds(20));
+      }
+    }
+    return port_;
+  }
   Process& process() { return *process_; }
   std::string Log() const { return baton::testing::ReadFile(log_); }
 
   // GET path -> parsed JSON (null on failure).
   json Get(const std::string& path) {
-    httplib::Client http("127.0.0.1", port_);
+    httplib::Client http("127.0.0.1", port());
     http.set_connection_timeout(2);
     auto res = http.Get(path);
     if (!res || res->status != 200) return nullptr;
     return json::parse(res->body, nullptr, false);
   }
   std::string Metrics() {
-    httplib::Client http("127.0.0.1", port_);
+    httplib::Client http("127.0.0.1", port());
     auto res = http.Get("/metrics");
     return res && res->status == 200 ? res->body : "";
   }
 
  private:
-  int port_;
+  int port_ = 0;
   std::string log_;
   std::unique_ptr<Process> process_;
 };
@@ -264,6 +279,11 @@ TEST_P(CollectorE2eTest, TheStoreCountsExactlyWhatTheWorkersDid) {
     return o.is_object() && o["namespaces"][0]["types"]["mail"].contains("queue") &&
            o["namespaces"][0]["types"]["mail"]["queue"]["dead"] == dead;
   })) << collector.Get("/api/overview").dump();
+  json daily = collector.Get("/api/daily?namespace=shop&days=2");
+  ASSERT_TRUE(daily.is_object());
+  ASSERT_EQ(daily["days"].size(), 1u);
+  EXPECT_EQ(daily["days"][0]["succeeded"], did.succeeded);
+  EXPECT_EQ(collector.Get("/healthz")["status"], "ok");
   json workers = collector.Get("/api/workers");
   ASSERT_TRUE(workers.is_object());
   EXPECT_EQ(workers["by_language"]["cpp"], 1);
@@ -302,10 +322,21 @@ TEST_P(CollectorE2eTest, KillNineMidStreamLosesAndDoublesNothing) {
 TEST_P(CollectorE2eTest, TwoCollectorsShareANamespaceWithoutDoubleCounting) {
   CollectorProcess a(redis_.url(), store_, dir_.path(), "a", {"--batch", "10"});
   CollectorProcess b(redis_.url(), store_, dir_.path(), "b", {"--batch", "10"});
-  constexpr int kTasks = 400;
   auto worker = StartWorker("shop", "mail", [](TaskContext&) { return Status::Ok(); });
-  Enqueue("shop", "mail", kTasks, 2);
-  ASSERT_TRUE(WaitUntil([&] { return worker->stats().succeeded == kTasks; }));
+  // Produce until both collectors have stored a part (each reads 10 entries at a time).
+  int tasks = 0;
+  for (int round = 0; round < 200; ++round) {
+    Enqueue("shop", "mail", 20, 2);
+    tasks += 20;
+    if (MetricValue(a.Metrics(), "baton_collector_events_stored_total") > 0 &&
+        MetricValue(b.Metrics(), "baton_collector_events_stored_total") > 0 && tasks >= 400) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  const int kTasks = tasks;
+  ASSERT_TRUE(
+      WaitUntil([&] { return worker->stats().succeeded == static_cast<std::uint64_t>(kTasks); }));
   worker->Stop();
   const std::int64_t expected = RowsInEventsStream("shop");
   ASSERT_TRUE(WaitUntil([&] { return StoreScalar("SELECT COUNT(*) FROM events") == expected; }))
@@ -317,7 +348,7 @@ TEST_P(CollectorE2eTest, TwoCollectorsShareANamespaceWithoutDoubleCounting) {
   const std::int64_t by_a = MetricValue(a.Metrics(), "baton_collector_events_stored_total");
   const std::int64_t by_b = MetricValue(b.Metrics(), "baton_collector_events_stored_total");
   EXPECT_GT(by_a, 0);
-  EXPECT_GT(by_b, 0);
+  EXPECT_GT(by_b, 0) << b.Log();
   EXPECT_EQ(by_a + by_b, expected);
 }
 
@@ -349,6 +380,21 @@ TEST_P(CollectorE2eTest, EventsTrimmedWhileNoCollectorRanAreCountedAsLost) {
   std::this_thread::sleep_for(milliseconds(2500));  // a gap check ran
   EXPECT_EQ(StoreScalar("SELECT MAX(lost_total) FROM event_gaps"), 38);
   EXPECT_EQ(StoreScalar("SELECT COUNT(*) FROM event_gaps"), 1);
+}
+
+TEST_P(CollectorE2eTest, HistoryTrimmedBeforeTheFirstCollectorIsNotALoss) {
+  Enqueue("shop", "mail", 100, 10);  // 10 entries, then only the newest 4 are kept
+  redis_.Command({"XTRIM", "baton:v2:{shop}:events", "MAXLEN", "4"});
+  CollectorProcess collector(redis_.url(), store_, dir_.path(), "c1");
+  ASSERT_TRUE(WaitUntil([&] { return StoreScalar("SELECT COUNT(*) FROM events") == 40; }))
+      << collector.Log();
+  std::this_thread::sleep_for(milliseconds(2500));  // a gap check ran
+  EXPECT_EQ(StoreScalar("SELECT COUNT(*) FROM event_gaps"), 0);
+  json overview = collector.Get("/api/overview");
+  ASSERT_TRUE(overview.is_object());
+  EXPECT_EQ(overview["namespaces"][0]["complete"], true);
+  EXPECT_NE(collector.Log().find("6 events were trimmed before the first collector"),
+            std::string::npos);
 }
 
 TEST_P(CollectorE2eTest, AMalformedEntryIsKeptAsideAndANewNamespaceIsPickedUp) {
