@@ -19,10 +19,9 @@
 //
 // Prints the events/s and batches/s of the time spent in Ingest (the store's rate; the simulation
 // is not counted) and the p50/p99 latency of one batch. --fill N only loads N events (progress on
-// stderr), for the API benchmark: through StoreWriter::Ingest as well, but into SQLite with a
-// faster parameter binding than the store's engine (FillSqlite below; the rows are the same);
-// --ids-out writes "namespace type task_id" lines for 1000 tasks picked at random among those
-// stored (bench/collector_api.py reads their timelines).
+// stderr), for the API benchmark, through StoreWriter::Ingest as well; --ids-out writes "namespace
+// type task_id" lines for 1000 tasks picked at random among those stored (bench/collector_api.py
+// reads their timelines).
 #include <sqlite3.h>
 #include <sys/stat.h>
 
@@ -338,136 +337,6 @@ class Workload {
   std::vector<std::string> sample_;
 };
 
-// SQLite for --fill: the same file, pragmas and SQL as the store's own engine
-// (sqlite_database.cpp), but `$N` placeholders are prepared as SQLite's numbered `?N` and bound by
-// position. The store's engine binds each `$N` by name (sqlite3_bind_parameter_index, a linear
-// search) and SQLite also looks each `$N` name up while preparing: quadratic in the parameters of a
-// statement, which the store's multi-row inserts (up to 500 rows x 13 columns) make the larger part
-// of Ingest's time. The rows written are the same (StoreWriter's statements); only loading the
-// API's store is faster.
-class FillSqlite final : public baton::collector::SqlDatabase {
- public:
-  using SqlRow = baton::collector::SqlRow;
-  using SqlValue = baton::collector::SqlValue;
-  using Status = baton::Status;
-
-  static std::unique_ptr<SqlDatabase> Open(const std::string& path) {
-    sqlite3* db = nullptr;
-    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-        SQLITE_OK) {
-      Die("cannot open " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-    }
-    auto out = std::make_unique<FillSqlite>(db);
-    if (Status s = out->ExecScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
-        !s.ok()) {
-      Die(s.ToString());
-    }
-    return out;
-  }
-  explicit FillSqlite(sqlite3* db) : db_(db) {}
-  ~FillSqlite() override {
-    for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
-    sqlite3_close(db_);
-  }
-  baton::collector::SqlDialect dialect() const override {
-    return baton::collector::SqlDialect::kSqlite;
-  }
-
-  baton::StatusOr<std::vector<SqlRow>> Query(std::string_view sql,
-                                             const std::vector<SqlValue>& params) override {
-    std::string text(sql);
-    for (std::size_t i = 0; i + 1 < text.size(); ++i) {
-      if (text[i] == '$' && std::isdigit(static_cast<unsigned char>(text[i + 1]))) text[i] = '?';
-    }
-    auto it = statements_.find(text);
-    if (it == statements_.end()) {
-      sqlite3_stmt* stmt = nullptr;
-      if (sqlite3_prepare_v2(db_, text.c_str(), static_cast<int>(text.size()), &stmt, nullptr) !=
-          SQLITE_OK) {
-        return Error("prepare");
-      }
-      if (statements_.size() > 256) {
-        for (auto& [old_sql, old] : statements_) sqlite3_finalize(old);
-        statements_.clear();
-      }
-      it = statements_.emplace(std::move(text), stmt).first;
-    }
-    sqlite3_stmt* s = it->second;
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    const auto count = static_cast<std::size_t>(sqlite3_bind_parameter_count(s));
-    for (std::size_t i = 0; i < params.size() && i < count; ++i) {
-      const int index = static_cast<int>(i + 1);
-      const SqlValue& v = params[i];
-      int rc = SQLITE_OK;
-      if (const auto* n = std::get_if<std::int64_t>(&v)) {
-        rc = sqlite3_bind_int64(s, index, *n);
-      } else if (const auto* d = std::get_if<double>(&v)) {
-        rc = sqlite3_bind_double(s, index, *d);
-      } else if (const auto* t = std::get_if<std::string>(&v)) {
-        rc = sqlite3_bind_text(s, index, t->data(), static_cast<int>(t->size()), SQLITE_TRANSIENT);
-      } else {
-        rc = sqlite3_bind_null(s, index);
-      }
-      if (rc != SQLITE_OK) return Error("bind");
-    }
-    std::vector<SqlRow> rows;
-    for (;;) {
-      const int rc = sqlite3_step(s);
-      if (rc == SQLITE_DONE) break;
-      if (rc != SQLITE_ROW) {
-        Status error = Error("query");
-        sqlite3_reset(s);
-        return error;
-      }
-      SqlRow row;
-      for (int c = 0, n = sqlite3_column_count(s); c < n; ++c) {
-        switch (sqlite3_column_type(s, c)) {
-          case SQLITE_INTEGER:
-            row.emplace_back(static_cast<std::int64_t>(sqlite3_column_int64(s, c)));
-            break;
-          case SQLITE_FLOAT:
-            row.emplace_back(sqlite3_column_double(s, c));
-            break;
-          case SQLITE_NULL:
-            row.emplace_back(std::monostate{});
-            break;
-          default: {
-            const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(s, c));
-            row.emplace_back(std::string(t ? t : "", sqlite3_column_bytes(s, c)));
-          }
-        }
-      }
-      rows.push_back(std::move(row));
-    }
-    sqlite3_reset(s);
-    return rows;
-  }
-
-  Status ExecScript(std::string_view sql) override {
-    char* message = nullptr;
-    if (sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-      std::string why = message ? message : "unknown error";
-      sqlite3_free(message);
-      return Status::Internal("sqlite: " + why);
-    }
-    return Status::Ok();
-  }
-  Status Begin() override { return ExecScript("BEGIN IMMEDIATE"); }
-  Status Commit() override { return ExecScript("COMMIT"); }
-  void Rollback() override {
-    if (!sqlite3_get_autocommit(db_)) (void)ExecScript("ROLLBACK");
-  }
-
- private:
-  Status Error(const char* what) const {
-    return Status::Internal(std::string("sqlite ") + what + ": " + sqlite3_errmsg(db_));
-  }
-
-  sqlite3* db_;
-  std::map<std::string, sqlite3_stmt*, std::less<>> statements_;
-};
-
 std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -528,9 +397,7 @@ int main(int argc, char** argv) {
   const Options o = Parse(argc, argv);
   std::unique_ptr<SqlDatabase> db;
   const bool sqlite_url = o.store.rfind("sqlite://", 0) == 0;
-  if (o.fill && sqlite_url) {
-    db = FillSqlite::Open(o.store.substr(9));
-  } else {
+  {
     auto opened = OpenSqlDatabase(o.store);
     if (!opened.ok()) Die("cannot open the store " + o.store + ": " + opened.status().ToString());
     db = std::move(opened).value();
@@ -589,10 +456,8 @@ int main(int argc, char** argv) {
     std::printf("fill: %" PRId64
                 " events into %s%s in %.1f s (%.0f events/s%s), %.1f h of stream "
                 "time ending now\n",
-                stored, engine.c_str(),
-                o.fill && sqlite_url ? " (positional ?N binding, see FillSqlite)" : "", wall_s,
-                static_cast<double>(stored) / wall_s, size.c_str(),
-                static_cast<double>(span_ms) / 3.6e6);
+                stored, engine.c_str(), "", wall_s, static_cast<double>(stored) / wall_s,
+                size.c_str(), static_cast<double>(span_ms) / 3.6e6);
     return 0;
   }
   std::printf("store %s: %" PRId64

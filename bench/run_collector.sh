@@ -18,8 +18,7 @@
 #       following live (the window ends once it has caught up). Redis CPU per task each time, less
 #       Redis's idle rate over the window (bench/collector_drive.cpp); the live difference is within
 #       the run-to-run noise of a drain (several us/task here), the catch-up window is exact.
-# At StoreWriter's present SQLite rate (~1,500 events/s, see the issue) the default run takes
-# about 15 minutes, (a) most of it; at the aim (50,000/s) about 3.
+# The default run takes about 5 minutes.
 #
 #   bench/run_collector.sh [--events N] [--api-events N] [--tasks N] [--requests N]
 #                          [--no-postgres] [--pg-fsync on|off] [--parts abcd]
@@ -111,7 +110,7 @@ echo "machine: $(nproc) cores, $(uname -r); sqlite $(pkg-config --modversion sql
   "redis $(redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/')"
 
 if [[ $parts == *a* ]]; then
-  echo "== (a) ingest into SQLite (fresh file; WAL, synchronous=NORMAL: the collector's settings)"
+  echo "== (a) ingest into SQLite (fresh file; WAL, synchronous=FULL: the collector's settings)"
   mkdir -p "$dir/sqlite"
   run "$ingest" --store "sqlite://$dir/sqlite/stats.db" --events "$events" || failed+=(a)
   rm -rf "$dir/sqlite"

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <cctype>
 #include <map>
 
 namespace baton::collector {
@@ -24,12 +25,10 @@ class SqliteDatabase final : public SqlDatabase {
     sqlite3_stmt* s = *stmt;
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      // `$N` is a named parameter to SQLite: find its index by name, so that a placeholder may
-      // appear several times or out of order.
-      const std::string name = "$" + std::to_string(i + 1);
-      const int index = sqlite3_bind_parameter_index(s, name.c_str());
-      if (index == 0) continue;  // not used by this statement
+    // `$N` was prepared as `?N` (see Prepare): parameter N binds at index N.
+    const auto declared = static_cast<std::size_t>(sqlite3_bind_parameter_count(s));
+    for (std::size_t i = 0; i < params.size() && i < declared; ++i) {
+      const int index = static_cast<int>(i + 1);
       const SqlValue& v = params[i];
       int rc = SQLITE_OK;
       if (IsNull(v)) {
@@ -102,8 +101,15 @@ class SqliteDatabase final : public SqlDatabase {
     std::string key(sql);
     auto it = statements_.find(key);
     if (it != statements_.end()) return it->second;
+    // To SQLite `$1` is a parameter *named* "$1", found by a linear search of the statement's
+    // names at bind time (quadratic for a many-row insert); `?1` is the same placeholder by
+    // number. The store's SQL has no `$` inside string literals.
+    std::string text = key;
+    for (std::size_t i = 0; i + 1 < text.size(); ++i) {
+      if (text[i] == '$' && std::isdigit(static_cast<unsigned char>(text[i + 1]))) text[i] = '?';
+    }
     sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, key.c_str(), static_cast<int>(key.size()), &stmt, nullptr) !=
+    if (sqlite3_prepare_v2(db_, text.c_str(), static_cast<int>(text.size()), &stmt, nullptr) !=
         SQLITE_OK) {
       return Error("prepare");
     }
@@ -138,7 +144,8 @@ StatusOr<std::unique_ptr<SqlDatabase>> OpenSqliteDatabase(const std::string& pat
   sqlite3_busy_timeout(db, 10000);
   auto database = std::make_unique<SqliteDatabase>(db);
   Status pragmas = database->ExecScript(
-      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;");
+      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF; "
+      "PRAGMA wal_autocheckpoint=16384;");
   if (!pragmas.ok()) return Status::Unavailable("store: " + pragmas.message());
   return std::unique_ptr<SqlDatabase>(std::move(database));
 }

@@ -44,6 +44,8 @@ std::string Version1() {
       " updated_idx BIGINT NOT NULL, error TEXT NOT NULL, worker TEXT NOT NULL,"
       " PRIMARY KEY (ns, task_id));"
       "CREATE INDEX task_state_by_state ON task_state (state, ns, type, updated_ms);"
+      // The dead-letter search across namespaces reads newest first and stops at its limit.
+      "CREATE INDEX task_state_by_state_time ON task_state (state, updated_ms);"
       "CREATE TABLE minute_stats (ns TEXT NOT NULL, type TEXT NOT NULL, minute BIGINT NOT NULL, " +
       counters +
       " PRIMARY KEY (ns, type, minute));"

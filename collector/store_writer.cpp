@@ -129,13 +129,20 @@ SqlValue TextOrNull(const std::string& s) {
 StatusOr<std::vector<SqlRow>> InsertMany(SqlDatabase& db, const std::string& prefix,
                                          std::size_t columns, const std::vector<SqlRow>& rows,
                                          const std::string& suffix) {
-  // SQLite allows 32766 parameters per statement, PostgreSQL 65535: stay under both, and keep the
-  // number of distinct statement texts small (full chunks share one).
-  const std::size_t per_chunk =
-      std::max<std::size_t>(1, std::min<std::size_t>(500, 30000 / columns));
+  // SQLite allows 32766 parameters per statement, PostgreSQL 65535: stay under both. Chunks are
+  // powers of two, so that a table sees about ten distinct statement texts, each prepared once
+  // and cached by both engines (a statement per row count would be prepared on every call).
+  auto floor_pow2 = [](std::size_t n) {
+    std::size_t p = 1;
+    while (p * 2 <= n) p *= 2;
+    return p;
+  };
+  const std::size_t max_chunk =
+      floor_pow2(std::max<std::size_t>(1, std::min<std::size_t>(512, 30000 / columns)));
   std::vector<SqlRow> returned;
-  for (std::size_t start = 0; start < rows.size(); start += per_chunk) {
-    const std::size_t n = std::min(per_chunk, rows.size() - start);
+  std::size_t n = 0;
+  for (std::size_t start = 0; start < rows.size(); start += n) {
+    n = floor_pow2(std::min(max_chunk, rows.size() - start));
     std::string sql = prefix + " VALUES ";
     std::vector<SqlValue> params;
     params.reserve(n * columns);

@@ -123,12 +123,7 @@ class CollectorE2eTest : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "sqlite") {
       store_ = "sqlite://" + dir_.path() + "/stats.db";
     } else {
-      static int counter = 0;
-      const std::string name = "e" + std::to_string(++counter);
-      auto admin = OpenSqlDatabase(postgres_->url());
-      ASSERT_TRUE(admin.ok()) << admin.status().ToString();
-      ASSERT_TRUE((*admin)->Query("CREATE DATABASE " + name).ok());
-      store_ = postgres_->url().substr(0, postgres_->url().rfind('/') + 1) + name;
+      store_ = postgres_->NewDatabaseUrl();
     }
     ClientOptions options;
     options.redis.url = redis_.url();

@@ -31,13 +31,7 @@ class StoreWriterTest : public ::testing::TestWithParam<std::string> {
       url_ = "sqlite://" + dir_.path() + "/stats.db";
     } else {
       // A fresh database per test on the shared server.
-      static int counter = 0;
-      const std::string name = "t" + std::to_string(++counter);
-      auto admin = OpenSqlDatabase(postgres_->url());
-      ASSERT_TRUE(admin.ok()) << admin.status().ToString();
-      ASSERT_TRUE((*admin)->Query("CREATE DATABASE " + name).ok());
-      url_ = postgres_->url();
-      url_ = url_.substr(0, url_.rfind('/') + 1) + name;
+      url_ = postgres_->NewDatabaseUrl();
     }
     auto db = OpenSqlDatabase(url_);
     ASSERT_TRUE(db.ok()) << db.status().ToString();

@@ -175,6 +175,14 @@ PostgresServer::~PostgresServer() {
   }
 }
 
+std::string PostgresServer::NewDatabaseUrl() {
+  const std::string name = "test" + std::to_string(++databases_);
+  pqxx::connection conn(url());
+  pqxx::nontransaction tx(conn);
+  tx.exec("CREATE DATABASE " + name);
+  return "postgresql://baton@127.0.0.1:" + std::to_string(port_) + "/" + name;
+}
+
 void PostgresServer::Kill() { Stop(SIGKILL); }
 
 void PostgresServer::Stop(int first_signal) {

@@ -26,6 +26,9 @@ class PostgresServer {
     return "postgresql://baton@127.0.0.1:" + std::to_string(port_) + "/baton";
   }
   const std::string& dir() const { return dir_.path(); }
+  // Creates a new empty database (its own name each call) and returns its URI: one server shared
+  // by a test suite, one database per test.
+  std::string NewDatabaseUrl();
 
   // SIGKILLs the server and its backends (to test connection loss).
   void Kill();
@@ -35,6 +38,7 @@ class PostgresServer {
 
   TempDir dir_;
   int port_ = 0;
+  int databases_ = 0;
   std::unique_ptr<Process> process_;
 };
 
