@@ -89,7 +89,9 @@ const std::vector<std::string>& Migrations() {
 
 int CurrentSchemaVersion() { return static_cast<int>(Migrations().size()); }
 
-Status MigrateStore(SqlDatabase& db) {
+namespace {
+
+Status MigrateUnderLock(SqlDatabase& db) {
   if (Status s = db.ExecScript("CREATE TABLE IF NOT EXISTS baton_schema (version BIGINT NOT NULL)");
       !s.ok()) {
     return s;
@@ -139,6 +141,23 @@ Status MigrateStore(SqlDatabase& db) {
     }
     if (Status s = db.Commit(); !s.ok()) return s;
   }
+}
+
+}  // namespace
+
+Status MigrateStore(SqlDatabase& db) {
+  if (db.dialect() != SqlDialect::kPostgres) return MigrateUnderLock(db);
+  // Collectors starting together on a new PostgreSQL database would race in CREATE TABLE (two
+  // concurrent CREATE TABLE IF NOT EXISTS can both try to create the table's type and one fails):
+  // a session-level advisory lock makes them migrate one after the other.
+  constexpr std::int64_t kMigrationLock = 0x6261746f6e;  // "baton"
+  if (auto locked = db.Query("SELECT CAST(pg_advisory_lock($1) AS TEXT)", {kMigrationLock});
+      !locked.ok()) {
+    return locked.status();
+  }
+  Status migrated = MigrateUnderLock(db);
+  (void)db.Query("SELECT CAST(pg_advisory_unlock($1) AS TEXT)", {kMigrationLock});
+  return migrated;
 }
 
 }  // namespace baton::collector

@@ -60,7 +60,8 @@ class CollectorProcess {
   // from its log; 0 when it did not start serving within 10 s.
   int port() {
     const std::string marker = "/metrics on http://127.0.0.1:";
-    for (int i = 0; port_ == 0 && i < 500; ++i) {
+    // A collector that exited (it logged why) never serves: no waiting for it.
+    for (int i = 0; port_ == 0 && i < 500 && process_->Running(); ++i) {
       const std::string log = Log();
       const auto at = log.rfind(marker);  // a restart under the same name appends
       if (at != std::string::npos) {

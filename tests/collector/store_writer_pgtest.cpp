@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
 
 #include "harness/postgres_server.h"
 #include "harness/process.h"
@@ -192,6 +193,29 @@ TEST_P(StoreWriterTest, MigrationsAreVersionedAndANewerStoreIsRefused) {
   Status refused = MigrateStore(*db_);
   EXPECT_EQ(refused.code(), StatusCode::kConflict);
   EXPECT_NE(refused.message().find("newer baton-collector"), std::string::npos);
+}
+
+TEST_P(StoreWriterTest, CollectorsStartingTogetherOnANewStoreBothMigrateIt) {
+  for (int round = 0; round < 5; ++round) {
+    const std::string url = GetParam() == "sqlite"
+                                ? "sqlite://" + dir_.path() + "/new" + std::to_string(round) + ".db"
+                                : postgres_->NewDatabaseUrl();
+    std::vector<Status> results(4, Status::Ok());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      threads.emplace_back([&url, &results, i] {
+        auto db = OpenSqlDatabase(url);
+        results[i] = db.ok() ? MigrateStore(**db) : db.status();
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
+    auto db = OpenSqlDatabase(url);
+    ASSERT_TRUE(db.ok());
+    auto versions = (*db)->Query("SELECT COUNT(*) FROM baton_schema");
+    ASSERT_TRUE(versions.ok());
+    EXPECT_EQ(AsInt((*versions)[0][0]), CurrentSchemaVersion());
+  }
 }
 
 TEST_P(StoreWriterTest, GapsAreRecordedOncePerNewTotal) {
