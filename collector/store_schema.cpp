@@ -80,8 +80,17 @@ std::string Version1() {
       " seen_ms BIGINT NOT NULL, PRIMARY KEY (ns, entry_id));";
 }
 
+// Version 2: the console's audit log (docs/console.md): who did what to which tasks, and when.
+std::string Version2() {
+  return "CREATE TABLE audit_log ("
+         " at_ms BIGINT NOT NULL, id TEXT NOT NULL, user_name TEXT NOT NULL, role TEXT NOT NULL,"
+         " action TEXT NOT NULL, ns TEXT NOT NULL, target TEXT NOT NULL, task_ids TEXT NOT NULL,"
+         " outcome TEXT NOT NULL, detail TEXT NOT NULL, remote TEXT NOT NULL,"
+         " PRIMARY KEY (at_ms, id));";
+}
+
 const std::vector<std::string>& Migrations() {
-  static const std::vector<std::string> migrations = {Version1()};
+  static const std::vector<std::string> migrations = {Version1(), Version2()};
   return migrations;
 }
 

@@ -24,7 +24,7 @@ ALLOWED = {
     "scheduler": {"client", "cron", "broker", "core"},
 }
 # Outside src/: the programs built on libbaton. They may include any module, but not hiredis.
-PROGRAMS = ["cli", "daemon"]
+PROGRAMS = ["cli", "daemon", "collector", "console"]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 

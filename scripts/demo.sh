@@ -2,9 +2,11 @@
 # The demo: sets everything up, starts a private Redis (AOF on), batond and baton-collector
 # (events into an SQLite store, stats API on a loopback port), workers in three languages (C++,
 # Python through its SDK, a shell script through `baton work --exec`), a cron job, and a producer;
-# then shows the queues, the dead-letter queue, a task's timeline and the collector's overview.
+# then shows the queues, the dead-letter queue, a task's timeline and the collector's overview, and
+# starts the web console (baton-console) on a loopback port with a demo login.
 #   scripts/demo.sh            runs about 15 seconds, then stops everything it started
-#   DEMO_KEEP=1 scripts/demo.sh  leaves Redis, batond, the collector and the workers running
+#   DEMO_KEEP=1 scripts/demo.sh  leaves Redis, batond, the collector, the console and the workers
+#                                running (open the console URL it prints)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -19,6 +21,8 @@ port=$(/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",
 url="redis://127.0.0.1:$port"
 api_port=$(/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 api="http://127.0.0.1:$api_port"
+console_port=$(/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+console="http://127.0.0.1:$console_port"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -46,6 +50,19 @@ pids+=($!)
 step "baton-collector: events into demo-data/stats.db, API and /metrics on $api"
 "$bin/collector/baton-collector" --redis "$url" --store "sqlite://$data/stats.db" \
   --listen "127.0.0.1:$api_port" --sample-interval-ms 1000 >"$data/collector.log" 2>&1 &
+pids+=($!)
+
+step "baton-console: the web console on $console (users in demo-data/console-users.json)"
+# Demo logins: admin / baton-demo (every action) and viewer / baton-demo (read only).
+demo_hash=$(echo baton-demo | "$bin/console/baton-console" hash-password)
+cat >"$data/console-users.json" <<JSON
+{"users": [
+  {"name": "admin", "role": "admin", "password_hash": "$demo_hash"},
+  {"name": "viewer", "role": "viewer", "password_hash": "$demo_hash"}
+]}
+JSON
+"$bin/console/baton-console" --redis "$url" --store "sqlite://$data/stats.db" \
+  --users "$data/console-users.json" --listen "127.0.0.1:$console_port" >"$data/console.log" 2>&1 &
 pids+=($!)
 
 step "workers: C++ (examples/worker.cpp), Python (sdk/python/examples/demo_worker.py), shell (baton work --exec)"
@@ -122,7 +139,20 @@ for ns in doc["namespaces"]:
               f"   ready {q.get('ready', '-')}  dead {q.get('dead', '-')}")
 PY
 echo "  redis: $url   stats API: $api/api/overview   metrics: $api/metrics"
-echo "  (the web console arrives with its own issue)"
+/usr/bin/python3 - "$console" <<'PY'
+import sys, time, urllib.request
+for _ in range(100):  # the console hashes a password and opens the store at start
+    try:
+        urllib.request.urlopen(sys.argv[1] + "/healthz", timeout=5)
+        break
+    except OSError:
+        time.sleep(0.2)
+else:
+    sys.exit("  the console did not start: see demo-data/console.log")
+PY
+echo
+echo "  web console: $console   login: admin / baton-demo   (viewer / baton-demo: read only)"
+[ "${DEMO_KEEP:-0}" = 1 ] || echo "  (it stops with the demo: DEMO_KEEP=1 scripts/demo.sh keeps everything running)"
 if [ "${DEMO_KEEP:-0}" = 1 ]; then
   step "running; Ctrl-C to stop"
   wait

@@ -9,7 +9,8 @@ PACKAGES=(
   libhiredis-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libhowardhinnant-date-dev tzdata libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libpqxx-dev libsqlite3-dev postgresql
+  libpqxx-dev libsqlite3-dev postgresql libsodium-dev
+  chromium
   python3 python3-redis python3-croniter python3-venv
 )
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test: the release build (warnings as errors) with all CTest
 # suites, the language-neutral protocol tests in Python, the Python, Node.js, Go and Java SDKs, the
-# cross-language conformance matrix, then the ASan+UBSan build of the tests.
+# cross-language conformance matrix, the console's browser tests, then the ASan+UBSan build of the
+# tests.
 # Every test starts its own redis-server on a free loopback port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,9 @@ sdk/java/scripts/test.sh
 # and its self-test (a broken driver must fail every case).
 tests/conformance/run.sh
 CONFORMANCE_SELFTEST=1 tests/conformance/run.sh
+# The web console in a real browser: Playwright drives Debian's Chromium against real servers
+# (screenshots in build/test-output/console/).
+tests/console/browser/run.sh
 scripts/build.sh asan
 # Under the sanitizers the heavy crash-recovery run is skipped (it runs in the release suite above).
 # tests/lsan.supp: a leak inside libpqxx/libpq when the PostgreSQL server dies (not ours).

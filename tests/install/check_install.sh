@@ -46,6 +46,8 @@ if [ "${BATON_INSTALL_ALL:-0}" = 1 ]; then
   test -x "$work/prefix/bin/batond"
   test -x "$work/prefix/bin/baton"
   test -x "$work/prefix/bin/baton-collector"
+  test -x "$work/prefix/bin/baton-console"
+  test -f "$work/prefix/share/baton/console-web/index.html"
 fi
 out=$("$work/consumer/baton_consumer")
 echo "$out"

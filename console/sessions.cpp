@@ -1,0 +1,74 @@
+#include "sessions.h"
+
+#include <sodium.h>
+
+namespace baton::console {
+
+std::string RandomToken() {
+  unsigned char bytes[32];
+  randombytes_buf(bytes, sizeof bytes);
+  char hex[sizeof bytes * 2 + 1];
+  sodium_bin2hex(hex, sizeof hex, bytes, sizeof bytes);
+  return std::string(hex, sizeof bytes * 2);
+}
+
+std::string SessionStore::Create(const ConsoleUser& user, std::int64_t now_ms) {
+  std::string token = RandomToken();
+  Session session{user.name, user.role, RandomToken(), now_ms};
+  std::lock_guard<std::mutex> lock(mu_);
+  // Forget sessions that expired without a later request, so the map does not grow forever.
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    it = now_ms - it->second.last_used_ms > idle_limit_.count() ? sessions_.erase(it) : ++it;
+  }
+  sessions_.emplace(token, std::move(session));
+  return token;
+}
+
+std::optional<Session> SessionStore::Touch(std::string_view token, std::int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(token);
+  if (it == sessions_.end()) return std::nullopt;
+  if (now_ms - it->second.last_used_ms > idle_limit_.count()) {
+    sessions_.erase(it);
+    return std::nullopt;
+  }
+  it->second.last_used_ms = now_ms;
+  return it->second;
+}
+
+void SessionStore::Remove(std::string_view token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = sessions_.find(token); it != sessions_.end()) sessions_.erase(it);
+}
+
+std::size_t SessionStore::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sessions_.size();
+}
+
+std::int64_t LoginThrottle::RetryAfterMs(std::string_view name, std::int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = records_.find(name);
+  if (it == records_.end() || it->second.locked_until_ms <= now_ms) return 0;
+  return it->second.locked_until_ms - now_ms;
+}
+
+void LoginThrottle::Failed(std::string_view name, std::int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Bound the table: names are attacker-chosen.
+  if (records_.size() > 100000) records_.clear();
+  Record& r = records_[std::string(name)];
+  if (now_ms - r.first_ms > kWindowMs) r = Record{0, now_ms, 0};
+  if (++r.failures >= kMaxFailures) {
+    r.locked_until_ms = now_ms + kWindowMs;
+    r.failures = 0;
+    r.first_ms = now_ms;
+  }
+}
+
+void LoginThrottle::Succeeded(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = records_.find(name); it != records_.end()) records_.erase(it);
+}
+
+}  // namespace baton::console
