@@ -178,6 +178,19 @@ function actionsCard(ns: string, id: string, type: string): HTMLElement {
   return card;
 }
 
+// The task's string headers (contract: "who produced it, correlation ids"): the producer's
+// identity when it set one. Untrusted text, shown as text.
+function headersOf(extra: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (extra === null || typeof extra !== "object") return out;
+  const headers = (extra as Record<string, unknown>)["headers"];
+  if (headers === null || typeof headers !== "object") return out;
+  for (const [k, v] of Object.entries(headers as Record<string, unknown>)) {
+    if (typeof v === "string") out[k] = v;
+  }
+  return out;
+}
+
 export function renderTask(view: HTMLElement, route: Route): Cleanup {
   let alive = true;
   const [ns = "", id = ""] = route.params;
@@ -199,6 +212,8 @@ export function renderTask(view: HTMLElement, route: Route): Cleanup {
       const type = live?.type ?? timeline?.type ?? "";
       const attempts = live?.attempts ?? (timeline?.attempts ?? []).length;
       const rows = mergeEvents(timeline, live);
+      const headers = headersOf(live?.body?.extra);
+      const producer = headers["producer"] ?? headers["service"] ?? headers["source"];
 
       const facts = el(
         "section",
@@ -207,6 +222,10 @@ export function renderTask(view: HTMLElement, route: Route): Cleanup {
         kv("namespace", ns),
         kv("type", type, "task-type"),
         kv("attempts", fmtInt(attempts), "task-attempts"),
+        producer ? kv("enqueued by", producer, "task-producer") : null,
+        Object.keys(headers).length
+          ? kv("headers", Object.entries(headers).map(([k, v]) => `${k}=${v}`).join("  "), "task-headers")
+          : null,
         live?.due_ms ? kv("due", fmtTime(live.due_ms)) : null,
         live?.dead_since_ms ? kv("dead since", fmtTime(live.dead_since_ms)) : null,
         live?.finished_ms ? kv("finished", `${fmtTime(live.finished_ms)}${live.finished_by ? ` by ${live.finished_by}` : ""}`) : null,

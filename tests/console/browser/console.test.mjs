@@ -333,7 +333,11 @@ describe('baton-console in a real browser', () => {
 
   it('5. an XSS payload and error render as text', async () => {
     const payload = { a: XSS_SCRIPT, b: XSS_ATTR, message: XSS_ERROR };
-    const id = stack.enqueue('flaky', payload).task_id;
+    // The producer names itself in a header (shown as "enqueued by"), with markup in it too.
+    const producer = `order-service <img src=x onerror="window.__xss=3">`;
+    const id = stack.enqueue('flaky', payload, {
+      extraArgs: ['--extra', JSON.stringify({ headers: { producer } })],
+    }).task_id;
     ids.xss = id;
     await withPage('xss', async (page) => {
       await login(page, 'admin');
@@ -351,6 +355,10 @@ describe('baton-console in a real browser', () => {
       assert.ok(payloadText.includes(XSS_ATTR) || payloadText.includes(JSON.stringify(XSS_ATTR).slice(1, -1)),
         `the payload shows ${XSS_ATTR} as text: ${payloadText}`);
       assert.ok(await payloadEl.getByText('window.__xss=1', { exact: false }).first().isVisible(), 'visible');
+      const producerEl = page.getByTestId('task-producer');
+      assert.equal((await producerEl.textContent()).trim().endsWith(producer), true,
+        `"enqueued by" shows the producer header as text: ${await producerEl.textContent()}`);
+      assert.equal(await page.locator('[data-testid="task-producer"] img').count(), 0, 'no element from a header');
       const stackEl = page.getByTestId('task-error-stack').first();
       await stackEl.waitFor();
       const stackText = await stackEl.textContent();
