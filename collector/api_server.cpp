@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "http_params.h"
 #include "metrics.h"
 #include "store_queries.h"
 
@@ -21,25 +22,6 @@ std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// A query parameter that must be an integer in [min, max] when present.
-StatusOr<std::optional<std::int64_t>> IntParam(const httplib::Request& req, const char* name,
-                                               std::int64_t min, std::int64_t max) {
-  if (!req.has_param(name)) return std::optional<std::int64_t>();
-  const std::string text = req.get_param_value(name);
-  std::int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
-    return Status::InvalidArgument(
-        name, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
-  }
-  return std::optional<std::int64_t>(value);
-}
-
-std::optional<std::string> TextParam(const httplib::Request& req, const char* name) {
-  if (!req.has_param(name) || req.get_param_value(name).empty()) return std::nullopt;
-  return req.get_param_value(name);
 }
 
 void Reply(httplib::Response& res, const StatusOr<json>& body) {

@@ -41,16 +41,31 @@ std::string FilterText(const DeadFilter& f) {
   return text;
 }
 
+// The body of a one-task action: the JSON object with its "ns" and "id".
+struct TaskRef {
+  nlohmann::json body;
+  std::string ns, id;
+};
+
+StatusOr<TaskRef> ReadTaskRef(const httplib::Request& req) {
+  auto body = JsonBody(req);
+  if (!body.ok()) return body.status();
+  auto ns = RequiredText(*body, "ns");
+  if (!ns.ok()) return ns.status();
+  auto id = RequiredText(*body, "id");
+  if (!id.ok()) return id.status();
+  return TaskRef{std::move(body).value(), *ns, *id};
+}
+
 void ReplayOne(ConsoleContext& ctx, const httplib::Request& req, httplib::Response& res,
                const Session& session) {
-  auto body = JsonBody(req);
-  if (!body.ok()) return ReplyError(res, body.status());
-  auto ns = RequiredText(*body, "ns");
-  if (!ns.ok()) return ReplyError(res, ns.status());
-  auto id = RequiredText(*body, "id");
-  if (!id.ok()) return ReplyError(res, id.status());
+  auto ref = ReadTaskRef(req);
+  if (!ref.ok()) return ReplyError(res, ref.status());
+  const json& body = ref->body;
+  const std::string& ns = ref->ns;
+  const std::string& id = ref->id;
   std::optional<std::string> payload;
-  if (const auto it = body->find("payload"); it != body->end() && !it->is_null()) {
+  if (const auto it = body.find("payload"); it != body.end() && !it->is_null()) {
     if (it->is_object()) {
       payload = it->dump();
     } else if (it->is_string()) {
@@ -59,9 +74,9 @@ void ReplayOne(ConsoleContext& ctx, const httplib::Request& req, httplib::Respon
       return ReplyError(res, 400, "payload: must be a JSON object (or its text)");
     }
   }
-  auto replayed = ctx.redis.With([&](Inspector& in) { return in.ReplayDead(*ns, *id, payload); });
+  auto replayed = ctx.redis.With([&](Inspector& in) { return in.ReplayDead(ns, id, payload); });
   ctx.Audit(req, session,
-            Audited(payload ? "edit_replay" : "replay", *ns, *id, {*id}, Outcome(replayed.status()),
+            Audited(payload ? "edit_replay" : "replay", ns, id, {id}, Outcome(replayed.status()),
                     payload ? "new payload of " + std::to_string(payload->size()) + " bytes" : ""));
   if (!replayed.ok()) return ReplyError(res, replayed.status());
   ReplyJson(res, {{"stream_id", *replayed}});
@@ -69,14 +84,10 @@ void ReplayOne(ConsoleContext& ctx, const httplib::Request& req, httplib::Respon
 
 void DeleteOne(ConsoleContext& ctx, const httplib::Request& req, httplib::Response& res,
                const Session& session) {
-  auto body = JsonBody(req);
-  if (!body.ok()) return ReplyError(res, body.status());
-  auto ns = RequiredText(*body, "ns");
-  if (!ns.ok()) return ReplyError(res, ns.status());
-  auto id = RequiredText(*body, "id");
-  if (!id.ok()) return ReplyError(res, id.status());
-  Status deleted = ctx.redis.With([&](Inspector& in) { return in.DeleteDead(*ns, *id); });
-  ctx.Audit(req, session, Audited("delete", *ns, *id, {*id}, Outcome(deleted)));
+  auto ref = ReadTaskRef(req);
+  if (!ref.ok()) return ReplyError(res, ref.status());
+  Status deleted = ctx.redis.With([&](Inspector& in) { return in.DeleteDead(ref->ns, ref->id); });
+  ctx.Audit(req, session, Audited("delete", ref->ns, ref->id, {ref->id}, Outcome(deleted)));
   if (!deleted.ok()) return ReplyError(res, deleted);
   ReplyJson(res, json::object());
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "baton/status.h"
+#include "http_params.h"
 
 namespace baton::console {
 
@@ -30,11 +31,9 @@ void Reply(httplib::Response& res, const StatusOr<T>& result) {
   }
 }
 
-// An integer query parameter in [min, max] when present.
-StatusOr<std::optional<std::int64_t>> IntParam(const httplib::Request& req, const char* name,
-                                               std::int64_t min, std::int64_t max);
-// A non-empty text query parameter.
-std::optional<std::string> TextParam(const httplib::Request& req, const char* name);
+// Query parameters: the collector's helpers (empty = absent; errors name the parameter).
+using collector::IntParam;
+using collector::TextParam;
 
 // The request body as a JSON object (kInvalidArgument "body: must be a JSON object").
 StatusOr<nlohmann::json> JsonBody(const httplib::Request& req);
