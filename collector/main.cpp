@@ -1,14 +1,10 @@
 // baton-collector: collects every namespace's task events into a store (SQLite or PostgreSQL) and
 // serves the stats API and Prometheus metrics. See docs/collector.md.
-#include <pthread.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
-
-#include <atomic>
-#include <thread>
 
 #include "collector.h"
 #include "collector_config.h"
+#include "core/stop_signals.h"
 
 int main(int argc, char** argv) {
   auto parsed = baton::collector::ParseCollectorCommandLine(argc, argv);
@@ -18,25 +14,14 @@ int main(int argc, char** argv) {
   spdlog::flush_on(spdlog::level::trace);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ baton-collector: %v");
 
-  // SIGTERM/SIGINT are taken by sigwait() on one thread, which asks the collector to stop.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
+  baton::internal::StopSignals stop_signals;  // before any thread starts
   baton::collector::Collector collector(*parsed.config);
-  std::atomic<bool> finished{false};
-  std::thread signal_thread([&collector, &finished, signals] {
-    int sig = 0;
-    if (sigwait(&signals, &sig) == 0 && !finished.load()) spdlog::info("signal received, stopping");
+  stop_signals.OnSignal([&collector](int) {
+    spdlog::info("signal received, stopping");
     collector.RequestStop();
   });
   baton::Status status = collector.Run();
-  finished = true;
-  pthread_kill(signal_thread.native_handle(), SIGTERM);
-  signal_thread.join();
+  stop_signals.Finish();  // before collector goes
   if (!status.ok()) {
     spdlog::critical("baton-collector failed: {}", status.ToString());
     return status.code() == baton::StatusCode::kInvalidArgument ? 2 : 1;

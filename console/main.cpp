@@ -1,12 +1,11 @@
 // baton-console: the web console (docs/console.md).
-#include <pthread.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
 
 #include "console_config.h"
 #include "console_server.h"
+#include "core/stop_signals.h"
 
 int main(int argc, char** argv) {
   auto parsed = baton::console::ParseConsoleCommandLine(argc, argv);
@@ -15,13 +14,7 @@ int main(int argc, char** argv) {
   spdlog::flush_on(spdlog::level::trace);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ baton-console: %v");
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
+  baton::internal::StopSignals stop_signals;  // before any thread starts
   auto server = baton::console::ConsoleServer::Create(*parsed.config);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().message());
@@ -36,8 +29,7 @@ int main(int argc, char** argv) {
   std::cout << "baton-console listening on http://" << host << ":" << (*server)->port()
             << std::endl;
   spdlog::info("serving the front end, read-only: {}", parsed.config->read_only);
-  int sig = 0;
-  sigwait(&signals, &sig);
+  stop_signals.Wait();
   spdlog::info("signal received, stopping");
   (*server)->Stop();
   return 0;

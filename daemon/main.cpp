@@ -1,12 +1,8 @@
 // batond: Baton's scheduler daemon. See docs/batond.md.
-#include <pthread.h>
 #include <signal.h>
 
-#include <atomic>
-#include <cstdio>
-#include <thread>
-
 #include "config.h"
+#include "core/stop_signals.h"
 #include "daemon.h"
 #include "log.h"
 
@@ -18,32 +14,17 @@ int main(int argc, char** argv) {
   baton::batond::SetupLogging(*baton::batond::ParseLogLevel(config.log_level),
                               *baton::batond::ParseLogFormat(config.log_format));
 
-  // SIGTERM/SIGINT are blocked in every thread (threads inherit the mask) and taken by sigwait()
-  // on one thread, which asks the daemon to stop: no work inside a signal handler.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  // A broken health-check connection must not kill the daemon.
-  signal(SIGPIPE, SIG_IGN);
-
+  // Blocks SIGTERM/SIGINT before any thread starts; one thread takes them and asks the daemon to
+  // stop: no work inside a signal handler.
+  baton::internal::StopSignals stop_signals;
   baton::batond::Daemon daemon(config);
-  std::atomic<bool> finished{false};
-  std::thread signal_thread([&daemon, &finished, signals] {
-    int sig = 0;
-    if (sigwait(&signals, &sig) == 0 && !finished.load()) {
-      Log(spdlog::level::info, "signal received, shutting down",
-          {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
-    }
+  stop_signals.OnSignal([&daemon](int sig) {
+    Log(spdlog::level::info, "signal received, shutting down",
+        {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
     daemon.RequestStop();
   });
-
   baton::Status status = daemon.Run();
-  // Run() may return without a signal (an error): wake the signal thread so it can be joined.
-  finished = true;
-  pthread_kill(signal_thread.native_handle(), SIGTERM);
-  signal_thread.join();
+  stop_signals.Finish();  // before daemon goes
   if (!status.ok()) {
     Log(spdlog::level::critical, "batond failed", {{"error", status.ToString()}});
     return status.code() == baton::StatusCode::kVersionMismatch ? 3 : 1;
