@@ -22,6 +22,14 @@ std::string SummedRollup() {
   for (std::size_t b = 0; b < kRunTimeBuckets; ++b) sql += ", SUM(" + BucketColumn(b) + ")";
   return sql;
 }
+// The same columns of one row, where the key already makes the row unique (a minute of a type).
+std::string RollupColumns() {
+  std::string sql;
+  for (auto c : kCounterColumns) sql += std::string(c) + ", ";
+  sql += "run_count, run_sum_ms";
+  for (std::size_t b = 0; b < kRunTimeBuckets; ++b) sql += ", " + BucketColumn(b);
+  return sql;
+}
 constexpr std::size_t kRollupWidth = kCounterColumns.size() + 2 + kRunTimeBuckets;
 
 // The JSON of the rollup columns starting at `row[first]`.
@@ -135,9 +143,10 @@ StatusOr<json> QueryOverview(SqlDatabase& db, std::int64_t now_ms) {
 
 StatusOr<json> QuerySeries(SqlDatabase& db, const std::string& ns, const std::string& type,
                            std::int64_t from_ms, std::int64_t to_ms) {
-  auto rows = db.Query("SELECT minute, " + SummedRollup() +
+  // (ns, type, minute) is the primary key: one row per minute, read in key order.
+  auto rows = db.Query("SELECT minute, " + RollupColumns() +
                            " FROM minute_stats WHERE ns = $1 AND type = $2 AND minute >= $3 AND "
-                           "minute < $4 GROUP BY minute ORDER BY minute",
+                           "minute < $4 ORDER BY minute",
                        {ns, type, from_ms / 60000, (to_ms + 59999) / 60000});
   if (!rows.ok()) return rows.status();
   json points = json::array();

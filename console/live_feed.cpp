@@ -37,8 +37,10 @@ void LiveFeed::Stop() {
 
 LiveFeed::Snapshot LiveFeed::WaitNewer(std::uint64_t after, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  last_demand_ = std::chrono::steady_clock::now();
+  const auto now = std::chrono::steady_clock::now();
+  last_demand_ = now;
   cv_.notify_all();  // wakes a paused feed
+  if (current_.seq > after && now - current_built_ > 2 * interval_) after = current_.seq;
   cv_.wait_for(lock, timeout, [&] { return stop_ || current_.seq > after; });
   Snapshot out = current_;
   out.stopped = stop_;
@@ -102,6 +104,7 @@ void LiveFeed::Loop() {
       std::lock_guard<std::mutex> lock(mu_);
       current_.seq += 1;
       current_.json = std::make_shared<const std::string>(std::move(json));
+      current_built_ = std::chrono::steady_clock::now();
     }
     cv_.notify_all();
     std::unique_lock<std::mutex> lock(mu_);

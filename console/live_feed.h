@@ -34,7 +34,8 @@ class LiveFeed {
     bool stopped = false;  // the console is shutting down: end the stream
   };
   // The first snapshot with seq > `after`, waiting up to `timeout` (then the current one, which
-  // may be the same seq). Calling it keeps the feed refreshing.
+  // may be the same seq). A snapshot older than two intervals (the feed paused for lack of
+  // viewers) is not given out while a fresh one is due. Calling it keeps the feed refreshing.
   Snapshot WaitNewer(std::uint64_t after, std::chrono::milliseconds timeout);
 
  private:
@@ -48,6 +49,7 @@ class LiveFeed {
   std::mutex mu_;
   std::condition_variable cv_;
   Snapshot current_;
+  std::chrono::steady_clock::time_point current_built_;
   std::chrono::steady_clock::time_point last_demand_;
   bool stop_ = false;
   std::thread thread_;
