@@ -31,6 +31,9 @@ StatusOr<std::pair<std::string, DeadFilter>> ReadFilter(const json& body) {
   if (!until.ok()) return until.status();
   filter.since_ms = *since;
   filter.until_ms = *until;
+  if (filter.since_ms && filter.until_ms && *filter.since_ms > *filter.until_ms) {
+    return Status::InvalidArgument("since_ms", "must not be after until_ms");
+  }
   return std::pair{*ns, filter};
 }
 
@@ -74,10 +77,13 @@ void ReplayOne(ConsoleContext& ctx, const httplib::Request& req, httplib::Respon
       return ReplyError(res, 400, "payload: must be a JSON object (or its text)");
     }
   }
+  const std::string detail =
+      payload ? "new payload of " + std::to_string(payload->size()) + " bytes" : "";
+  auto audit = ctx.AuditStart(
+      req, session, Audited(payload ? "edit_replay" : "replay", ns, id, {id}, "", detail));
+  if (!audit.ok()) return ReplyError(res, audit.status());
   auto replayed = ctx.redis.With([&](Inspector& in) { return in.ReplayDead(ns, id, payload); });
-  ctx.Audit(req, session,
-            Audited(payload ? "edit_replay" : "replay", ns, id, {id}, Outcome(replayed.status()),
-                    payload ? "new payload of " + std::to_string(payload->size()) + " bytes" : ""));
+  ctx.AuditFinish(*audit, Outcome(replayed.status()), detail);
   if (!replayed.ok()) return ReplyError(res, replayed.status());
   ReplyJson(res, {{"stream_id", *replayed}});
 }
@@ -86,8 +92,10 @@ void DeleteOne(ConsoleContext& ctx, const httplib::Request& req, httplib::Respon
                const Session& session) {
   auto ref = ReadTaskRef(req);
   if (!ref.ok()) return ReplyError(res, ref.status());
+  auto audit = ctx.AuditStart(req, session, Audited("delete", ref->ns, ref->id, {ref->id}, ""));
+  if (!audit.ok()) return ReplyError(res, audit.status());
   Status deleted = ctx.redis.With([&](Inspector& in) { return in.DeleteDead(ref->ns, ref->id); });
-  ctx.Audit(req, session, Audited("delete", ref->ns, ref->id, {ref->id}, Outcome(deleted)));
+  ctx.AuditFinish(*audit, Outcome(deleted), "");
   if (!deleted.ok()) return ReplyError(res, deleted);
   ReplyJson(res, json::object());
 }
@@ -139,9 +147,14 @@ void Bulk(ConsoleContext& ctx, const httplib::Request& req, httplib::Response& r
   result.matched = dead->size();
   std::vector<std::string> ids;
   ids.reserve(dead->size());
+  for (const auto& task : *dead) ids.push_back(task.id);
+  // The row names every task about to be tried: a console killed halfway leaves it "started".
+  auto audit = ctx.AuditStart(req, session,
+                              Audited("bulk_" + *action, ns, FilterText(dead_filter), ids, "",
+                                      std::to_string(ids.size()) + " tasks to " + *action));
+  if (!audit.ok()) return ReplyError(res, audit.status());
   Status failed_hard = ctx.redis.With([&](Inspector& in) -> Status {
     for (const auto& task : *dead) {
-      ids.push_back(task.id);
       Status s =
           *action == "replay" ? in.ReplayDead(ns, task.id).status() : in.DeleteDead(ns, task.id);
       if (s.ok()) {
@@ -155,10 +168,9 @@ void Bulk(ConsoleContext& ctx, const httplib::Request& req, httplib::Response& r
     }
     return Status::Ok();
   });
-  ctx.Audit(req, session,
-            Audited("bulk_" + *action, ns, FilterText(dead_filter), ids, Outcome(failed_hard),
-                    std::to_string(result.succeeded) + " of " + std::to_string(result.matched) +
-                        " done, " + std::to_string(result.failed_ids.size()) + " failed"));
+  ctx.AuditFinish(*audit, Outcome(failed_hard),
+                  std::to_string(result.succeeded) + " of " + std::to_string(result.matched) +
+                      " done, " + std::to_string(result.failed_ids.size()) + " failed");
   if (!failed_hard.ok()) return ReplyError(res, failed_hard);
   ReplyJson(res, result.ToJson());
 }
@@ -169,14 +181,19 @@ void SetCronEnabled(ConsoleContext& ctx, const httplib::Request& req, httplib::R
   if (!body.ok()) return ReplyError(res, body.status());
   auto name = RequiredText(*body, "name");
   if (!name.ok()) return ReplyError(res, name.status());
+  if (name->size() > 64) {
+    return ReplyError(res, 400, "name: must be a cron job name (at most 64 characters)");
+  }
   const auto enabled = body->find("enabled");
   if (enabled == body->end() || !enabled->is_boolean()) {
     return ReplyError(res, 400, "enabled: is required and must be true or false");
   }
   const bool on = enabled->get<bool>();
+  auto audit =
+      ctx.AuditStart(req, session, Audited(on ? "cron_enable" : "cron_disable", "", *name, {}, ""));
+  if (!audit.ok()) return ReplyError(res, audit.status());
   Status set = ctx.cron.With([&](CronClient& c) { return c.SetEnabled(*name, on); });
-  ctx.Audit(req, session,
-            Audited(on ? "cron_enable" : "cron_disable", "", *name, {}, Outcome(set)));
+  ctx.AuditFinish(*audit, Outcome(set), "");
   if (!set.ok()) return ReplyError(res, set);
   ReplyJson(res, json::object());
 }

@@ -19,7 +19,7 @@ AuditEntry Audited(std::string action, std::string ns, std::string target,
   return e;
 }
 
-Status AppendAudit(collector::SqlDatabase& db, const AuditEntry& entry) {
+StatusOr<AuditRef> AppendAudit(collector::SqlDatabase& db, const AuditEntry& entry) {
   nlohmann::json ids = nlohmann::json::array();
   for (std::size_t i = 0; i < entry.task_ids.size() && i < kMaxAuditTaskIds; ++i) {
     ids.push_back(entry.task_ids[i]);
@@ -29,13 +29,23 @@ Status AppendAudit(collector::SqlDatabase& db, const AuditEntry& entry) {
     detail += (detail.empty() ? "" : "; ") + std::to_string(entry.task_ids.size()) +
               " tasks, the first " + std::to_string(kMaxAuditTaskIds) + " listed";
   }
+  AuditRef ref{entry.at_ms, RandomToken().substr(0, 16)};
   auto inserted = db.Query(
       "INSERT INTO audit_log (at_ms, id, user_name, role, action, ns, target, task_ids, outcome,"
       " detail, remote) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-      {entry.at_ms, RandomToken().substr(0, 16), entry.user, entry.role, entry.action, entry.ns,
-       entry.target, ids.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-       entry.outcome, detail, entry.remote});
-  return inserted.status();
+      {ref.at_ms, ref.id, entry.user, entry.role, entry.action, entry.ns, entry.target,
+       ids.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), entry.outcome, detail,
+       entry.remote});
+  if (!inserted.ok()) return inserted.status();
+  return ref;
+}
+
+Status SetAuditOutcome(collector::SqlDatabase& db, const AuditRef& ref, const std::string& outcome,
+                       const std::string& detail) {
+  return db
+      .Query("UPDATE audit_log SET outcome = $1, detail = $2 WHERE at_ms = $3 AND id = $4",
+             {outcome, detail, ref.at_ms, ref.id})
+      .status();
 }
 
 StatusOr<nlohmann::json> QueryAudit(collector::SqlDatabase& db, std::int64_t limit,

@@ -32,7 +32,17 @@ AuditEntry Audited(std::string action, std::string ns, std::string target,
 // At most this many ids are stored per entry; `detail` then says how many there were.
 inline constexpr std::size_t kMaxAuditTaskIds = 10000;
 
-Status AppendAudit(collector::SqlDatabase& db, const AuditEntry& entry);
+// Where a written entry is, to record its outcome later.
+struct AuditRef {
+  std::int64_t at_ms = 0;
+  std::string id;
+};
+
+StatusOr<AuditRef> AppendAudit(collector::SqlDatabase& db, const AuditEntry& entry);
+// Sets the outcome (and detail) of a written entry: an action records "started" before it runs,
+// then how it ended, so a console killed halfway still leaves who started what.
+Status SetAuditOutcome(collector::SqlDatabase& db, const AuditRef& ref, const std::string& outcome,
+                       const std::string& detail);
 
 // {"entries": [...], newest first}.
 StatusOr<nlohmann::json> QueryAudit(collector::SqlDatabase& db, std::int64_t limit,

@@ -34,6 +34,10 @@ ParsedConsoleCommandLine ParseConsoleCommandLine(int argc, const char* const* ar
   app.add_option("--session-idle-minutes", idle_minutes, "a session unused this long ends")
       ->check(CLI::Range(1, 10080))
       ->capture_default_str();
+  app.add_option("--allowed-origin", config.allowed_origins,
+                 "another origin browsers may use, e.g. https://baton.example.com (repeatable)")
+      ->envname("BATON_CONSOLE_ALLOWED_ORIGINS")
+      ->delimiter(',');
   app.add_flag("--cookie-secure", config.cookie_secure,
                "mark the session cookie Secure (behind HTTPS)");
   app.add_option("--live-interval-ms", live_ms, "refresh period of the live flow")

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "baton/redis_options.h"
 
@@ -17,6 +18,9 @@ struct ConsoleConfig {
   bool read_only = false;
   std::chrono::minutes session_idle{480};
   bool cookie_secure = false;
+  // Origins (scheme://host[:port]) a browser may send besides the console's own (the Host header
+  // the request came with): the public address behind a reverse proxy.
+  std::vector<std::string> allowed_origins;
   std::chrono::milliseconds live_interval{1000};
   std::string log_level = "info";
 };

@@ -3,6 +3,8 @@
 #include <sodium.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "http_util.h"
 #include "store_queries.h"
 
@@ -59,19 +61,70 @@ void ConsoleContext::AuditAnonymous(const httplib::Request& req, const std::stri
   entry.at_ms = NowMs();
   entry.user = user;
   entry.remote = req.remote_addr;
-  Status written =
+  auto written =
       store.With([&entry](collector::SqlDatabase& db) { return AppendAudit(db, entry); });
   if (!written.ok()) {
     spdlog::error("audit log: could not record {} by {}: {}", entry.action, entry.user,
-                  written.message());
+                  written.status().message());
   }
 }
 
-bool SameOrigin(const httplib::Request& req) {
+StatusOr<AuditRef> ConsoleContext::AuditStart(const httplib::Request& req, const Session& session,
+                                              AuditEntry entry) {
+  entry.at_ms = NowMs();
+  entry.user = session.user;
+  entry.role = std::string(RoleName(session.role));
+  entry.remote = req.remote_addr;
+  entry.outcome = "started";
+  auto written =
+      store.With([&entry](collector::SqlDatabase& db) { return AppendAudit(db, entry); });
+  if (!written.ok()) {
+    spdlog::error("audit log: {} by {} refused, the audit row cannot be written: {}", entry.action,
+                  entry.user, written.status().message());
+    return Status::Unavailable("the audit log cannot be written, so the action was not run: " +
+                               written.status().message());
+  }
+  return written;
+}
+
+void ConsoleContext::AuditFinish(const AuditRef& ref, const std::string& outcome,
+                                 const std::string& detail) {
+  Status s = store.With(
+      [&](collector::SqlDatabase& db) { return SetAuditOutcome(db, ref, outcome, detail); });
+  if (!s.ok()) spdlog::error("audit log: could not record an outcome: {}", s.message());
+}
+
+Status ConsoleContext::OpenLiveStream(const std::string& user) {
+  std::lock_guard<std::mutex> lock(live_streams_mu_);
+  if (live_streams_ >= kMaxLiveStreams) {
+    return Status::Unavailable("too many live streams open on this console: close some pages");
+  }
+  int& mine = live_streams_by_user_[user];
+  if (mine >= kMaxLiveStreamsPerUser) {
+    return Status::Unavailable("you have " + std::to_string(mine) +
+                               " live streams open already: close some pages");
+  }
+  ++mine;
+  ++live_streams_;
+  return Status::Ok();
+}
+
+void ConsoleContext::CloseLiveStream(const std::string& user) {
+  std::lock_guard<std::mutex> lock(live_streams_mu_);
+  --live_streams_;
+  if (auto it = live_streams_by_user_.find(user); it != live_streams_by_user_.end()) {
+    if (--it->second <= 0) live_streams_by_user_.erase(it);
+  }
+}
+
+bool OriginAllowed(const ConsoleContext& ctx, const httplib::Request& req) {
   if (!req.has_header("Origin")) return true;
   const std::string origin = req.get_header_value("Origin");
   const std::string host = req.get_header_value("Host");
-  return !host.empty() && (origin == "http://" + host || origin == "https://" + host);
+  // The scheme is not compared: behind a TLS proxy the browser says https, the console sees http.
+  if (!host.empty() && (origin == "http://" + host || origin == "https://" + host)) return true;
+  return std::find(ctx.config.allowed_origins.begin(), ctx.config.allowed_origins.end(), origin) !=
+         ctx.config.allowed_origins.end();
 }
 
 bool MayAct(const ConsoleContext& ctx, Role role) {
@@ -92,8 +145,10 @@ httplib::Server::Handler Guard(ConsoleContext& ctx, Access access, GuardedHandle
       return;
     }
     if (req.method == "POST") {
-      if (!SameOrigin(req)) {
-        ReplyError(res, 403, "Origin " + req.get_header_value("Origin") + " is not this console");
+      if (!OriginAllowed(ctx, req)) {
+        ReplyError(res, 403,
+                   "Origin " + req.get_header_value("Origin") +
+                       " is not this console (behind a proxy: --allowed-origin)");
         return;
       }
       if (!SameSecret(req.get_header_value("X-CSRF-Token"), session->csrf)) {

@@ -6,8 +6,10 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "audit_log.h"
 #include "baton/cron.h"
@@ -23,8 +25,9 @@ namespace baton::console {
 
 inline constexpr const char* kSessionCookie = "baton_session";
 // The HTTP server's threads, and how many of them live streams (SSE) may hold.
-inline constexpr std::size_t kServerThreads = 64;
+inline constexpr std::size_t kServerThreads = 128;
 inline constexpr int kMaxLiveStreams = 48;
+inline constexpr int kMaxLiveStreamsPerUser = 8;
 
 // What a route needs beyond a session.
 enum class Access {
@@ -43,15 +46,31 @@ struct ConsoleContext {
   ResourcePool<Inspector> redis;
   ResourcePool<CronClient> cron;
   std::unique_ptr<LiveFeed> live;
-  std::atomic<int> live_streams{0};  // open GET /api/live streams
+
+  // Counts an open GET /api/live stream of `user`; kUnavailable (saying why) when the console's
+  // or the user's limit is reached.
+  Status OpenLiveStream(const std::string& user);
+  void CloseLiveStream(const std::string& user);
 
   ConsoleContext(ConsoleConfig c, UserDirectory u);
 
+ private:
+  std::mutex live_streams_mu_;
+  int live_streams_ = 0;
+  std::map<std::string, int> live_streams_by_user_;
+
+ public:
   // Records an action (failures to write the audit row are logged, never hide the action's own
   // answer).
   void Audit(const httplib::Request& req, const Session& session, AuditEntry entry);
   // The same for a request without a session (a failed login): the name it gave, no role.
   void AuditAnonymous(const httplib::Request& req, const std::string& user, AuditEntry entry);
+
+  // An action's audit row, written before the action runs with the outcome "started" (the
+  // action must not run when this fails: kUnavailable), then finished with its outcome.
+  StatusOr<AuditRef> AuditStart(const httplib::Request& req, const Session& session,
+                                AuditEntry entry);
+  void AuditFinish(const AuditRef& ref, const std::string& outcome, const std::string& detail);
 };
 
 using GuardedHandler =
@@ -61,8 +80,9 @@ using GuardedHandler =
 // `access`, and for a POST without the session's X-CSRF-Token or from a foreign Origin.
 httplib::Server::Handler Guard(ConsoleContext& ctx, Access access, GuardedHandler handler);
 
-// True when the request's Origin header (if any) is this server's own origin.
-bool SameOrigin(const httplib::Request& req);
+// True when the request has no Origin header, or its Origin is this server's own (the Host it
+// was sent to) or one of config.allowed_origins.
+bool OriginAllowed(const ConsoleContext& ctx, const httplib::Request& req);
 
 bool MayAct(const ConsoleContext& ctx, Role role);
 bool MayBulk(const ConsoleContext& ctx, Role role);

@@ -21,6 +21,22 @@ const char* const kContentSecurityPolicy =
 // The largest request body: an edited payload (512 KiB) as JSON text inside a JSON body.
 constexpr std::size_t kMaxRequestBytes = 2 * 1024 * 1024;
 
+// What the HTTP layer refused, for the errors it answers before any handler runs.
+std::string HttpErrorText(int status) {
+  switch (status) {
+    case 400:
+      return "request: malformed (request line, headers or encoding)";
+    case 413:
+      return "body: larger than " + std::to_string(kMaxRequestBytes) + " bytes";
+    case 414:
+      return "URI: too long";
+    case 416:
+      return "Range: not satisfiable";
+    default:
+      return "HTTP error " + std::to_string(status);
+  }
+}
+
 }  // namespace
 
 struct ConsoleServer::Impl {
@@ -61,6 +77,9 @@ Status ConsoleServer::Start() {
   httplib::Server& server = impl.server;
   server.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
   server.set_payload_max_length(kMaxRequestBytes);
+  // Idle and slow connections hold a thread each: let them go soon.
+  server.set_keep_alive_timeout(2);
+  server.set_read_timeout(3, 0);
   server.set_default_headers({{"Content-Security-Policy", kContentSecurityPolicy},
                               {"X-Frame-Options", "DENY"},
                               {"X-Content-Type-Options", "nosniff"},
@@ -85,10 +104,22 @@ Status ConsoleServer::Start() {
     return Status::InvalidArgument("web-dir", impl.web_dir + " cannot be served");
   }
   // An unknown /api path is a JSON 404; other unknown paths too (the front end routes by hash).
+  // Every error is JSON, also those of the HTTP layer itself (413, 414, 400 for a request that
+  // does not parse).
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.status == 404 && res.body.empty()) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
       ReplyError(res, 404, "no such page or endpoint: " + req.path);
+    } else {
+      ReplyError(res, res.status, HttpErrorText(res.status));
     }
+  });
+  // A NUL in the decoded path would cut the file name short (index.html%00.js).
+  server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (req.path.find('\0') == std::string::npos)
+      return httplib::Server::HandlerResponse::Unhandled;
+    ReplyError(res, 400, "path: must not contain NUL");
+    return httplib::Server::HandlerResponse::Handled;
   });
 
   const std::string& listen = impl.ctx.config.listen;

@@ -230,7 +230,7 @@ void AddReadRoutes(httplib::Server& server, ConsoleContext& ctx) {
                      const auto ns = TextParam(req, "ns");
                      const auto id = TextParam(req, "id");
                      const auto type = TextParam(req, "type");
-                     if (!ns || (!id && !type)) {
+                     if (!ns || (!id && !type) || (id && type)) {
                        return ReplyError(res, 400, "ns and one of id or type: are required");
                      }
                      if (id) {
@@ -263,35 +263,38 @@ void AddReadRoutes(httplib::Server& server, ConsoleContext& ctx) {
                      res.set_header("Cache-Control", "no-store");
                      res.set_content(*snap.json, "application/json");
                    }));
-  server.Get("/api/live",
-             Guard(ctx, Access::kRead,
-                   [&ctx](const httplib::Request&, httplib::Response& res, const Session&) {
-                     // Each open stream holds one of the server's threads: keep some for the rest.
-                     if (ctx.live_streams.fetch_add(1) >= kMaxLiveStreams) {
-                       ctx.live_streams.fetch_sub(1);
-                       return ReplyError(res, 503, "too many live streams open: close some pages");
-                     }
-                     res.set_header("Cache-Control", "no-store");
-                     res.set_header("X-Accel-Buffering", "no");
-                     auto last = std::make_shared<std::uint64_t>(0);
-                     res.set_chunked_content_provider(
-                         "text/event-stream",
-                         [&ctx, last](std::size_t, httplib::DataSink& sink) {
-                           // One snapshot per call; a comment line keeps idle proxies from closing.
-                           auto snap = ctx.live->WaitNewer(*last, std::chrono::seconds(15));
-                           if (snap.stopped) return false;
-                           std::string chunk;
-                           if (snap.json && snap.seq > *last) {
-                             *last = snap.seq;
-                             chunk = "event: snapshot\ndata: " + *snap.json + "\n\n";
-                           } else {
-                             chunk = ": keep-alive\n\n";
-                           }
-                           if (!sink.is_writable()) return false;
-                           return sink.write(chunk.data(), chunk.size());
-                         },
-                         [&ctx](bool) { ctx.live_streams.fetch_sub(1); });
-                   }));
+  server.Get(
+      "/api/live",
+      Guard(ctx, Access::kRead,
+            [&ctx](const httplib::Request& req, httplib::Response& res, const Session& session) {
+              // Each open stream holds one of the server's threads: keep most for the rest, and
+              // no user may take them all.
+              if (Status opened = ctx.OpenLiveStream(session.user); !opened.ok()) {
+                return ReplyError(res, 503, opened.message());
+              }
+              res.set_header("Cache-Control", "no-store");
+              res.set_header("X-Accel-Buffering", "no");
+              auto last = std::make_shared<std::uint64_t>(0);
+              res.set_chunked_content_provider(
+                  "text/event-stream",
+                  [&ctx, last, token = CookieValue(req, kSessionCookie)](std::size_t,
+                                                                         httplib::DataSink& sink) {
+                    // One snapshot per call; a comment line keeps idle proxies from closing.
+                    auto snap = ctx.live->WaitNewer(*last, std::chrono::seconds(15));
+                    // The stream ends with the console, and with the session (logout, expiry).
+                    if (snap.stopped || !ctx.sessions.Alive(token, NowMs())) return false;
+                    std::string chunk;
+                    if (snap.json && snap.seq > *last) {
+                      *last = snap.seq;
+                      chunk = "event: snapshot\ndata: " + *snap.json + "\n\n";
+                    } else {
+                      chunk = ": keep-alive\n\n";
+                    }
+                    if (!sink.is_writable()) return false;
+                    return sink.write(chunk.data(), chunk.size());
+                  },
+                  [&ctx, user = session.user](bool) { ctx.CloseLiveStream(user); });
+            }));
 }
 
 }  // namespace baton::console

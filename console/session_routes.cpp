@@ -29,8 +29,10 @@ void AddSessionRoutes(httplib::Server& server, ConsoleContext& ctx) {
   server.Post("/api/login", [&ctx](const httplib::Request& req, httplib::Response& res) {
     // A JSON body cannot be sent cross-site without a CORS preflight, which this server never
     // answers; the Origin check covers browsers that send it anyway.
-    if (!SameOrigin(req)) {
-      ReplyError(res, 403, "Origin " + req.get_header_value("Origin") + " is not this console");
+    if (!OriginAllowed(ctx, req)) {
+      ReplyError(res, 403,
+                 "Origin " + req.get_header_value("Origin") +
+                     " is not this console (behind a proxy: --allowed-origin)");
       return;
     }
     if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
@@ -48,10 +50,10 @@ void AddSessionRoutes(httplib::Server& server, ConsoleContext& ctx) {
       return;
     }
     const std::int64_t now = NowMs();
-    if (std::int64_t wait = ctx.throttle.RetryAfterMs(*user, now); wait > 0) {
+    if (std::int64_t wait = ctx.throttle.Begin(*user, now); wait > 0) {
       res.set_header("Retry-After", std::to_string((wait + 999) / 1000));
       ReplyError(res, 429,
-                 "too many failed logins for this user: try again in " +
+                 "too many login attempts for this user: try again in " +
                      std::to_string((wait + 999) / 1000) + " s");
       return;
     }

@@ -36,6 +36,12 @@ std::optional<Session> SessionStore::Touch(std::string_view token, std::int64_t 
   return it->second;
 }
 
+bool SessionStore::Alive(std::string_view token, std::int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(token);
+  return it != sessions_.end() && now_ms - it->second.last_used_ms <= idle_limit_.count();
+}
+
 void SessionStore::Remove(std::string_view token) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = sessions_.find(token); it != sessions_.end()) sessions_.erase(it);
@@ -46,19 +52,39 @@ std::size_t SessionStore::size() {
   return sessions_.size();
 }
 
-std::int64_t LoginThrottle::RetryAfterMs(std::string_view name, std::int64_t now_ms) {
+std::int64_t LoginThrottle::Begin(std::string_view name, std::int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = records_.find(name);
-  if (it == records_.end() || it->second.locked_until_ms <= now_ms) return 0;
-  return it->second.locked_until_ms - now_ms;
+  if (it == records_.end()) {
+    // Bound the table: names are attacker-chosen (entries with nothing in flight can go).
+    if (records_.size() > 100000) {
+      std::erase_if(records_, [](const auto& r) { return r.second.in_flight == 0; });
+    }
+    it = records_.emplace(std::string(name), Record{}).first;
+  }
+  Record& r = it->second;
+  if (r.locked_until_ms > now_ms) return r.locked_until_ms - now_ms;
+  if (now_ms - r.first_ms > kWindowMs) {
+    r.failures = 0;
+    r.first_ms = now_ms;
+  }
+  // Every attempt still running may fail: together with the failures so far they must stay
+  // below the limit.
+  if (r.failures + r.in_flight >= kMaxFailures) return 1000;
+  ++r.in_flight;
+  return 0;
 }
 
 void LoginThrottle::Failed(std::string_view name, std::int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  // Bound the table: names are attacker-chosen.
-  if (records_.size() > 100000) records_.clear();
-  Record& r = records_[std::string(name)];
-  if (now_ms - r.first_ms > kWindowMs) r = Record{0, now_ms, 0};
+  auto it = records_.find(name);
+  if (it == records_.end()) return;
+  Record& r = it->second;
+  if (r.in_flight > 0) --r.in_flight;
+  if (now_ms - r.first_ms > kWindowMs) {
+    r.failures = 0;
+    r.first_ms = now_ms;
+  }
   if (++r.failures >= kMaxFailures) {
     r.locked_until_ms = now_ms + kWindowMs;
     r.failures = 0;
@@ -68,7 +94,11 @@ void LoginThrottle::Failed(std::string_view name, std::int64_t now_ms) {
 
 void LoginThrottle::Succeeded(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = records_.find(name); it != records_.end()) records_.erase(it);
+  auto it = records_.find(name);
+  if (it == records_.end()) return;
+  if (it->second.in_flight > 0) --it->second.in_flight;
+  it->second.failures = 0;
+  if (it->second.in_flight == 0) records_.erase(it);
 }
 
 }  // namespace baton::console

@@ -28,6 +28,9 @@ class SessionStore {
   std::string Create(const ConsoleUser& user, std::int64_t now_ms);
   // The session of `token`, refreshed; nullopt when unknown or idle past the limit (then removed).
   std::optional<Session> Touch(std::string_view token, std::int64_t now_ms);
+  // Whether the session still exists and is within its idle limit, without refreshing it (an open
+  // live stream does not keep a session alive).
+  bool Alive(std::string_view token, std::int64_t now_ms);
   void Remove(std::string_view token);
   std::size_t size();
 
@@ -38,19 +41,23 @@ class SessionStore {
 };
 
 // After kMaxFailures failed logins of one name within kWindow, that name is refused for kWindow.
+// Attempts in progress count too, so parallel guesses cannot slip past the limit while their
+// password checks (Argon2, slow on purpose) are still running.
 class LoginThrottle {
  public:
   static constexpr int kMaxFailures = 5;
   static constexpr std::int64_t kWindowMs = 5 * 60 * 1000;
 
-  // Milliseconds until `name` may try again; 0 when it may now.
-  std::int64_t RetryAfterMs(std::string_view name, std::int64_t now_ms);
+  // Starts an attempt: 0 when it may go on (then call Failed() or Succeeded() once), else the
+  // milliseconds until `name` may try again.
+  std::int64_t Begin(std::string_view name, std::int64_t now_ms);
   void Failed(std::string_view name, std::int64_t now_ms);
   void Succeeded(std::string_view name);
 
  private:
   struct Record {
     int failures = 0;
+    int in_flight = 0;
     std::int64_t first_ms = 0;
     std::int64_t locked_until_ms = 0;
   };

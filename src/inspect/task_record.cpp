@@ -4,6 +4,7 @@
 #include <charconv>
 #include <functional>
 
+#include "core/json_span.h"
 #include "inspect/inspector_core.h"
 #include "inspect/utf8_text.h"
 
@@ -43,6 +44,8 @@ nlohmann::json NumberOrText(const std::string& text) {
 
 nlohmann::json JsonOrText(const std::string& text) {
   if (text.empty()) return nullptr;
+  // Too deep to print as JSON without overflowing the stack: the text as it is.
+  if (JsonNestingDepth(text) > kMaxPrintedJsonDepth) return text;
   auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return text;
   return parsed;

@@ -7,6 +7,8 @@
 
 #include <initializer_list>
 
+#include "core/json_span.h"
+
 namespace baton::internal {
 namespace {
 
@@ -88,6 +90,23 @@ TEST(TaskRecordTest, OneRecordedFailure) {
   EXPECT_FALSE(ParseTaskError("3").has_value());
   EXPECT_FALSE(ParseTaskError(R"([{"attempt":1}])").has_value());
   EXPECT_FALSE(ParseTaskError("{oops").has_value());
+}
+
+TEST(TaskRecordTest, APayloadTooDeepToPrintIsShownAsText) {
+  TaskBody body;
+  body.payload = "{\"a\":" + std::string(250000, '[') + std::string(250000, ']') + "}";
+  body.extra = R"({"headers": {"producer": "[not a bracket] {"}})";
+  const nlohmann::json out = BodyToJson(body);
+  ASSERT_TRUE(out["payload"].is_string());  // printing it as JSON would recurse 250,000 deep
+  EXPECT_EQ(out["payload"].get<std::string>(), body.payload);
+  EXPECT_FALSE(out.dump().empty());
+  EXPECT_TRUE(out["extra"].is_object());  // brackets inside strings do not count
+
+  body.payload = "{\"a\":" + std::string(200, '[') + std::string(200, ']') + "}";
+  EXPECT_TRUE(BodyToJson(body)["payload"].is_object());
+  EXPECT_EQ(JsonNestingDepth(body.payload), 201u);
+  EXPECT_EQ(JsonNestingDepth(R"("[[[" 1)"), 0u);
+  EXPECT_EQ(JsonNestingDepth(R"({"a": "\"[", "b": [{}]})"), 3u);
 }
 
 }  // namespace

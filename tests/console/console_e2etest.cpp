@@ -19,6 +19,7 @@
 
 #include "harness/process.h"
 #include "harness/redis_server.h"
+#include "sql_database.h"
 #include "users.h"
 
 namespace baton::console {
@@ -478,6 +479,135 @@ TEST_F(ConsoleE2eTest, TheLiveStreamPushesSnapshotsWithTheQueues) {
   EXPECT_EQ(snap["namespaces"][0]["queues"][0]["dead"], 1);
   // A second subscriber does not need the first one's connection; the console still answers.
   EXPECT_EQ(viewer.Get("/api/live/snapshot")->status, 200);
+}
+
+TEST_F(ConsoleE2eTest, APayloadNestedTooDeepToPrintIsShownAsTextAndCannotBeSent) {
+  // 250,000 levels fit in 512 KiB: printing them as JSON would overflow the server's stack.
+  const std::string deep = "{\"a\":" + std::string(250000, '[') + std::string(250000, ']') + "}";
+  TaskRequest r;
+  r.ns = "shop";
+  r.task_type = "deep";
+  r.payload_json = deep;
+  r.options.max_retry = 0;
+  auto queued = client_->Enqueue(r);
+  ASSERT_TRUE(queued.ok()) << queued.status().ToString();
+  const std::vector<std::string> dead = MakeDead(1);
+  const int port = StartConsole();
+  ASSERT_GT(port, 0);
+  Browser op(port);
+  ASSERT_EQ(op.Login("operator", "operator-pw")->status, 200);
+  auto task = op.Get("/api/tasks/shop/" + queued->task_id);
+  ASSERT_TRUE(task) << "the console died";
+  ASSERT_EQ(task->status, 200);
+  EXPECT_EQ(Body(task)["live"]["body"]["payload"], deep);  // as text
+  auto raw = op.Get("/api/tasks/shop/" + queued->task_id + "/payload");
+  ASSERT_EQ(raw->status, 200);
+  EXPECT_EQ(raw->body, deep);
+  // An edited payload that deep is refused before anything reaches Redis.
+  auto replay = op.http().Post(
+      "/api/dead/replay",
+      {{"Cookie", op.cookie()}, {"X-CSRF-Token", Body(op.Get("/api/session"))["csrf"]}},
+      R"({"ns": "shop", "id": ")" + dead[0] + R"(", "payload": )" + deep + "}", "application/json");
+  ASSERT_TRUE(replay) << "the console died";
+  EXPECT_EQ(replay->status, 400);
+  EXPECT_NE(Body(replay)["error"].get<std::string>().find("body: must not nest"),
+            std::string::npos);
+  EXPECT_EQ(TaskState(dead[0]), "dead");
+  EXPECT_EQ(op.Get("/api/session")->status, 200);
+}
+
+TEST_F(ConsoleE2eTest, ParallelGuessesCannotPassTheLoginLimit) {
+  const int port = StartConsole();
+  ASSERT_GT(port, 0);
+  std::atomic<int> checked{0}, refused{0}, right{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 24; ++i) {
+    threads.emplace_back([&, i] {
+      Browser b(port);
+      auto res = b.Login("operator", i == 23 ? "operator-pw" : "guess" + std::to_string(i));
+      if (!res) return;
+      if (res->status == 401) ++checked;
+      if (res->status == 429) ++refused;
+      if (res->status == 200) ++right;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_LE(checked.load() + right.load(), 5);  // never more password checks than the limit
+  EXPECT_GE(refused.load(), 24 - 5);
+}
+
+TEST_F(ConsoleE2eTest, AnActionIsNotRunWhenItsAuditRowCannotBeWritten) {
+  const std::vector<std::string> ids = MakeDead(1);
+  const int port = StartConsole();
+  ASSERT_GT(port, 0);
+  Browser op(port);
+  ASSERT_EQ(op.Login("operator", "operator-pw")->status, 200);
+  {
+    auto db = collector::OpenSqlDatabase(store_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->ExecScript("DROP TABLE audit_log").ok());
+  }
+  auto replay = op.Post("/api/dead/replay", {{"ns", "shop"}, {"id", ids[0]}});
+  EXPECT_EQ(replay->status, 503) << replay->body;
+  EXPECT_NE(Body(replay)["error"].get<std::string>().find("audit log"), std::string::npos);
+  EXPECT_EQ(TaskState(ids[0]), "dead");
+}
+
+TEST_F(ConsoleE2eTest, ALiveStreamEndsWithItsSessionAndAProxysOriginCanBeAllowed) {
+  const int port = StartConsole({"--allowed-origin", "https://baton.example.com"});
+  ASSERT_GT(port, 0);
+  Browser viewer(port);
+  auto login = viewer.http().Post("/api/login", {{"Origin", "https://baton.example.com"}},
+                                  json{{"user", "viewer"}, {"password", "viewer-pw"}}.dump(),
+                                  "application/json");
+  ASSERT_EQ(login->status, 200) << login->body;
+  const std::string cookie = login->get_header_value("Set-Cookie");
+  const std::string session_cookie = cookie.substr(0, cookie.find(';'));
+  const std::string csrf = json::parse(login->body)["csrf"];
+  EXPECT_EQ(
+      viewer.http()
+          .Post("/api/login", {{"Origin", "https://evil.example.com"}},
+                json{{"user", "viewer"}, {"password", "viewer-pw"}}.dump(), "application/json")
+          ->status,
+      403);
+  int snapshots = 0;
+  bool logged_out = false;
+  const auto started = steady_clock::now();
+  httplib::Client sse("127.0.0.1", port);
+  sse.set_read_timeout(20);
+  sse.Get("/api/live", {{"Cookie", session_cookie}}, [&](const char* data, std::size_t size) {
+    if (std::string(data, size).find("event: snapshot") != std::string::npos) ++snapshots;
+    if (snapshots >= 1 && !logged_out) {
+      httplib::Client other("127.0.0.1", port);
+      logged_out = other
+                       .Post("/api/logout", {{"Cookie", session_cookie}, {"X-CSRF-Token", csrf}},
+                             "{}", "application/json")
+                       ->status == 200;
+    }
+    return steady_clock::now() - started < seconds(15);  // the server must end it first
+  });
+  EXPECT_TRUE(logged_out);
+  EXPECT_LT(steady_clock::now() - started, seconds(5)) << "the stream outlived its session";
+}
+
+TEST_F(ConsoleE2eTest, ErrorsOfTheHttpLayerAreJsonToo) {
+  const int port = StartConsole();
+  ASSERT_GT(port, 0);
+  Browser op(port);
+  ASSERT_EQ(op.Login("operator", "operator-pw")->status, 200);
+  auto long_uri = op.Get("/api/dead?text=" + std::string(20000, 'x'));
+  ASSERT_TRUE(long_uri);
+  EXPECT_EQ(long_uri->status, 414);
+  EXPECT_TRUE(Body(long_uri).contains("error")) << long_uri->body;
+  auto nul = op.Get("/index.html%00.js");
+  EXPECT_EQ(nul->status, 400);
+  EXPECT_EQ(op.Get("/api/doctor?ns=shop&id=x&type=y")->status, 400);
+  EXPECT_EQ(
+      op.Post("/api/dead/preview", {{"ns", "shop"}, {"since_ms", 2}, {"until_ms", 1}})->status,
+      400);
+  auto long_name =
+      op.Post("/api/cron/enable", {{"name", std::string(1000, 'n')}, {"enabled", true}});
+  EXPECT_EQ(long_name->status, 400);
 }
 
 TEST_F(ConsoleE2eTest, ABrokenUsersFileStopsTheConsoleWithTheFieldNamed) {

@@ -82,16 +82,45 @@ TEST(SessionsTest, ASessionEndsAfterItsIdleLimitAndOnLogout) {
 
 TEST(SessionsTest, FiveFailuresLockANameForFiveMinutes) {
   LoginThrottle throttle;
-  for (int i = 0; i < LoginThrottle::kMaxFailures - 1; ++i) throttle.Failed("ada", 1000 + i);
-  EXPECT_EQ(throttle.RetryAfterMs("ada", 2000), 0);
+  for (int i = 0; i < LoginThrottle::kMaxFailures - 1; ++i) {
+    ASSERT_EQ(throttle.Begin("ada", 1000 + i), 0);
+    throttle.Failed("ada", 1000 + i);
+  }
+  ASSERT_EQ(throttle.Begin("ada", 2000), 0);  // the fifth try may go on
   throttle.Failed("ada", 2000);
-  EXPECT_EQ(throttle.RetryAfterMs("ada", 2000), LoginThrottle::kWindowMs);
-  EXPECT_EQ(throttle.RetryAfterMs("bob", 2000), 0);  // per name
-  EXPECT_EQ(throttle.RetryAfterMs("ada", 2000 + LoginThrottle::kWindowMs), 0);
+  EXPECT_EQ(throttle.Begin("ada", 2000), LoginThrottle::kWindowMs);  // even the right password
+  EXPECT_EQ(throttle.Begin("bob", 2000), 0);                         // per name
+  throttle.Succeeded("bob");
+  EXPECT_EQ(throttle.Begin("ada", 2000 + LoginThrottle::kWindowMs), 0);
+  throttle.Succeeded("ada");
   // Failures spread wider than the window never lock.
   LoginThrottle slow;
-  for (int i = 0; i < 10; ++i) slow.Failed("ada", i * LoginThrottle::kWindowMs);
-  EXPECT_EQ(slow.RetryAfterMs("ada", 10 * LoginThrottle::kWindowMs), 0);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(slow.Begin("ada", i * LoginThrottle::kWindowMs), 0) << i;
+    slow.Failed("ada", i * LoginThrottle::kWindowMs);
+  }
+}
+
+TEST(SessionsTest, ParallelGuessesCannotPassTheLimit) {
+  LoginThrottle throttle;
+  int started = 0;
+  for (int i = 0; i < 30; ++i) {
+    if (throttle.Begin("ops", 1000) == 0) ++started;  // 30 at once, none finished yet
+  }
+  EXPECT_EQ(started, LoginThrottle::kMaxFailures);
+  for (int i = 0; i < started; ++i) throttle.Failed("ops", 1001);
+  EXPECT_EQ(throttle.Begin("ops", 1002), LoginThrottle::kWindowMs - 1);
+  // A success frees its slot and clears the failures.
+  LoginThrottle ok;
+  ASSERT_EQ(ok.Begin("ada", 0), 0);
+  ok.Failed("ada", 0);
+  ASSERT_EQ(ok.Begin("ada", 1), 0);
+  ok.Succeeded("ada");
+  for (int i = 0; i < LoginThrottle::kMaxFailures - 1; ++i) {
+    ASSERT_EQ(ok.Begin("ada", 2), 0);
+    ok.Failed("ada", 2);
+  }
+  EXPECT_EQ(ok.Begin("ada", 3), 0);
 }
 
 }  // namespace
