@@ -43,7 +43,14 @@ class ResourcePool {
       }
       item = std::move(opened).value();
     }
-    auto result = use(*item);
+    auto result = [&] {
+      try {
+        return use(*item);
+      } catch (...) {
+        Release(nullptr);  // its slot must not leak: the pool would run dry
+        throw;
+      }
+    }();
     const bool broken = StatusOf(result).code() == StatusCode::kUnavailable;
     Release(broken ? nullptr : std::move(item));
     return result;
