@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -519,21 +521,32 @@ TEST_F(ConsoleE2eTest, APayloadNestedTooDeepToPrintIsShownAsTextAndCannotBeSent)
 TEST_F(ConsoleE2eTest, ParallelGuessesCannotPassTheLoginLimit) {
   const int port = StartConsole();
   ASSERT_GT(port, 0);
-  std::atomic<int> checked{0}, refused{0}, right{0};
+  std::mutex mu;
+  std::map<std::string, int> outcomes;  // HTTP status, or the client's error
   std::vector<std::thread> threads;
   for (int i = 0; i < 24; ++i) {
     threads.emplace_back([&, i] {
       Browser b(port);
-      auto res = b.Login("operator", i == 23 ? "operator-pw" : "guess" + std::to_string(i));
-      if (!res) return;
-      if (res->status == 401) ++checked;
-      if (res->status == 429) ++refused;
-      if (res->status == 200) ++right;
+      // cpp-httplib's listen backlog is 5 (fixed in Debian's build): in a burst of 24 connects a
+      // few can be dropped by the kernel. A client would try again; so does this one.
+      auto res = b.Login("operator", "guess" + std::to_string(i));
+      for (int retry = 0; !res && retry < 5; ++retry) {
+        std::this_thread::sleep_for(milliseconds(200));
+        res = b.Login("operator", "guess" + std::to_string(i));
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      ++outcomes[res ? std::to_string(res->status) : "error " + httplib::to_string(res.error())];
     });
   }
   for (auto& t : threads) t.join();
-  EXPECT_LE(checked.load() + right.load(), 5);  // never more password checks than the limit
-  EXPECT_GE(refused.load(), 24 - 5);
+  std::string seen;
+  for (const auto& [k, n] : outcomes) seen += k + " x" + std::to_string(n) + "; ";
+  // Never more password checks than the limit; every other attempt refused, none lost.
+  EXPECT_LE(outcomes["401"], 5) << seen;
+  EXPECT_EQ(outcomes["401"] + outcomes["429"], 24) << seen;
+  // The guesses locked the name: now even the right password is refused.
+  Browser late(port);
+  EXPECT_EQ(late.Login("operator", "operator-pw")->status, 429);
 }
 
 TEST_F(ConsoleE2eTest, AnActionIsNotRunWhenItsAuditRowCannotBeWritten) {
