@@ -51,18 +51,26 @@ ConsoleContext::ConsoleContext(ConsoleConfig c, UserDirectory u)
       config.live_interval);
 }
 
+StatusOr<AuditRef> ConsoleContext::WriteAudit(const httplib::Request& req, const std::string& user,
+                                              std::string_view role, AuditEntry& entry) {
+  entry.at_ms = NowMs();
+  entry.user = user;
+  entry.role = std::string(role);
+  entry.remote = req.remote_addr;
+  return store.With([&entry](collector::SqlDatabase& db) { return AppendAudit(db, entry); });
+}
+
 void ConsoleContext::Audit(const httplib::Request& req, const Session& session, AuditEntry entry) {
-  entry.role = std::string(RoleName(session.role));
-  AuditAnonymous(req, session.user, std::move(entry));
+  auto written = WriteAudit(req, session.user, RoleName(session.role), entry);
+  if (!written.ok()) {
+    spdlog::error("audit log: could not record {} by {}: {}", entry.action, entry.user,
+                  written.status().message());
+  }
 }
 
 void ConsoleContext::AuditAnonymous(const httplib::Request& req, const std::string& user,
                                     AuditEntry entry) {
-  entry.at_ms = NowMs();
-  entry.user = user;
-  entry.remote = req.remote_addr;
-  auto written =
-      store.With([&entry](collector::SqlDatabase& db) { return AppendAudit(db, entry); });
+  auto written = WriteAudit(req, user, "", entry);
   if (!written.ok()) {
     spdlog::error("audit log: could not record {} by {}: {}", entry.action, entry.user,
                   written.status().message());
@@ -71,13 +79,8 @@ void ConsoleContext::AuditAnonymous(const httplib::Request& req, const std::stri
 
 StatusOr<AuditRef> ConsoleContext::AuditStart(const httplib::Request& req, const Session& session,
                                               AuditEntry entry) {
-  entry.at_ms = NowMs();
-  entry.user = session.user;
-  entry.role = std::string(RoleName(session.role));
-  entry.remote = req.remote_addr;
   entry.outcome = "started";
-  auto written =
-      store.With([&entry](collector::SqlDatabase& db) { return AppendAudit(db, entry); });
+  auto written = WriteAudit(req, session.user, RoleName(session.role), entry);
   if (!written.ok()) {
     spdlog::error("audit log: {} by {} refused, the audit row cannot be written: {}", entry.action,
                   entry.user, written.status().message());
@@ -157,36 +160,23 @@ httplib::Server::Handler Guard(ConsoleContext& ctx, Access access, GuardedHandle
         return;
       }
     }
+    // Actions (not reading the audit log) are off in read-only mode; then each needs its role.
+    const bool action = access == Access::kAct || access == Access::kBulk;
+    if (action && ctx.config.read_only) {
+      ReplyError(res, 403, "the console runs in read-only mode: no action is allowed");
+      return;
+    }
     const std::string role(RoleName(session->role));
-    switch (access) {
-      case Access::kRead:
-        break;
-      case Access::kAct:
-        if (ctx.config.read_only) {
-          ReplyError(res, 403, "the console runs in read-only mode: no action is allowed");
-          return;
-        }
-        if (!MayAct(ctx, session->role)) {
-          ReplyError(res, 403, "role " + role + " may not do this: operator or admin may");
-          return;
-        }
-        break;
-      case Access::kBulk:
-        if (ctx.config.read_only) {
-          ReplyError(res, 403, "the console runs in read-only mode: no action is allowed");
-          return;
-        }
-        if (!MayBulk(ctx, session->role)) {
-          ReplyError(res, 403, "role " + role + " may not do bulk actions: admin may");
-          return;
-        }
-        break;
-      case Access::kAudit:
-        if (session->role != Role::kAdmin) {
-          ReplyError(res, 403, "role " + role + " may not read the audit log: admin may");
-          return;
-        }
-        break;
+    const bool allowed = access == Access::kRead ||
+                         (access == Access::kAct && MayAct(ctx, session->role)) ||
+                         (access == Access::kBulk && MayBulk(ctx, session->role)) ||
+                         (access == Access::kAudit && session->role == Role::kAdmin);
+    if (!allowed) {
+      const char* what = access == Access::kAct    ? " may not do this: operator or admin may"
+                         : access == Access::kBulk ? " may not do bulk actions: admin may"
+                                                   : " may not read the audit log: admin may";
+      ReplyError(res, 403, "role " + role + what);
+      return;
     }
     handler(req, res, *session);
   };

@@ -55,6 +55,10 @@ struct ConsoleContext {
   ConsoleContext(ConsoleConfig c, UserDirectory u);
 
  private:
+  // Fills in the time, the user, the role and the address, and writes the row.
+  StatusOr<AuditRef> WriteAudit(const httplib::Request& req, const std::string& user,
+                                std::string_view role, AuditEntry& entry);
+
   std::mutex live_streams_mu_;
   int live_streams_ = 0;
   std::map<std::string, int> live_streams_by_user_;
