@@ -267,7 +267,8 @@ end
 
 local function jitter_arg(v, field)
   local j = tonumber_(v)
-  if j == nil or j < 0 or j >= 1 then
+  -- 'nan' converts too (strtod) and compares false with everything: test for the range itself
+  if j == nil or not (j >= 0 and j < 1) then
     invalid(field, 'must be a number in [0, 1)')
   end
   return j
@@ -281,9 +282,22 @@ local function lease_arg(v)
   return int_arg(v, 'lease_ms', 1000, 86400000)
 end
 
+-- Redis reads each part of a stream id as an unsigned 64-bit integer (leading zeros allowed):
+-- a larger part would make the stream command fail after the call may have written.
+local U64_MAX = '18446744073709551615'
+local function is_u64(digits)
+  digits = match(digits, '^0*(%d*)$')
+  return #digits < #U64_MAX or (#digits == #U64_MAX and digits <= U64_MAX)
+end
+
+local function is_stream_id(v)
+  local ms, seq = match(v, '^(%d+)%-(%d+)$')
+  return ms ~= nil and is_u64(ms) and is_u64(seq)
+end
+
 local function stream_id_arg(v, field)
-  if v == nil or not find(v, '^%d+%-%d+$') then
-    invalid(field, 'must be a stream id like 1722489600123-0')
+  if v == nil or not is_stream_id(v) then
+    invalid(field, 'must be a stream id like 1722489600123-0 (two integers 0..' .. U64_MAX .. ')')
   end
   return v
 end
@@ -1054,103 +1068,11 @@ local function group_names(stream)
   return names
 end
 
--- True when stream id a ('MS-SEQ') is before b. Both come from Redis (XINFO, XPENDING, an
--- entry's SID checked by the caller): two decimal integers each.
-local function sid_before(a, b)
-  local ams, aseq = match(a, '^(%d+)%-(%d+)$')
-  local bms, bseq = match(b, '^(%d+)%-(%d+)$')
-  if #ams ~= #bms then
-    return #ams < #bms
-  end
-  if ams ~= bms then
-    return ams < bms
-  end
-  if #aseq ~= #bseq then
-    return #aseq < #bseq
-  end
-  return aseq < bseq
-end
-
--- The oldest entry of `stream` that one of its consumer groups may still need: a group's first
--- pending entry, or the entry after its last delivered one (the id itself when adding one could
--- lose precision). nil when the stream or its groups cannot be read.
-local function oldest_needed(stream)
-  local groups = pcall_redis('XINFO', 'GROUPS', stream)
-  if type_(groups) ~= 'table' or groups.err or #groups == 0 then
-    return nil
-  end
-  local oldest = nil
-  for g = 1, #groups do
-    local info, name, pending, last = groups[g], nil, 0, nil
-    for j = 1, #info - 1, 2 do
-      local f = info[j]
-      if f == 'name' then
-        name = info[j + 1]
-      elseif f == 'pending' then
-        pending = info[j + 1]
-      elseif f == 'last-delivered-id' then
-        last = info[j + 1]
-      end
-    end
-    local need = nil
-    if pending > 0 then
-      local first = call('XPENDING', stream, name, '-', '+', 1)
-      need = first[1] and first[1][1]
-    elseif last then
-      local ms, seq = match(last, '^(%d+)%-(%d+)$')
-      need = last
-      if seq and #seq < 15 then
-        need = ms .. '-' .. int_text(tonumber_(seq) + 1)
-      end
-    end
-    if need == nil then
-      return nil
-    end
-    if oldest == nil or sid_before(need, oldest) then
-      oldest = need
-    end
-  end
-  return oldest
-end
-
--- Removes acked entries (their SIDs checked) from the stream. Those before the oldest entry a
--- group still needs go with one exact XTRIM MINID, which walks the stream's first node once; an
--- acked entry after that point (an older entry is still pending, e.g. held by a worker that
--- died) is deleted on its own with XDEL, which costs Redis a seek and a walk of its node per
--- entry. Below TRIM_FROM entries, XDEL alone costs less than finding the point (XINFO GROUPS)
--- and trimming.
-local TRIM_FROM = 4
+-- Removes acked entries (their SIDs checked) from the stream, one XDEL. (XTRIM MINID up to the
+-- oldest entry a group still needs was cheaper, but also removed entries a group skipped and never
+-- delivered, e.g. those `baton rescue finish --force` leaves behind: they are still queued.)
 local function delete_acked(stream, sids)
-  if #sids < TRIM_FROM then
-    call_many('XDEL', stream, sids)
-    return
-  end
-  local oldest = oldest_needed(stream)
-  if oldest == nil then
-    call_many('XDEL', stream, sids)
-    return
-  end
-  -- Two ids whose MS and SEQ parts have the same lengths compare as strings (the common case:
-  -- no captures to build per entry).
-  local dash, len = find(oldest, '-', 1, true), #oldest
-  local later, l = {}, 0
-  for i = 1, #sids do
-    local sid = sids[i]
-    local before
-    if #sid == len and find(sid, '-', 1, true) == dash then
-      before = sid < oldest
-    else
-      before = sid_before(sid, oldest)
-    end
-    if not before then
-      l = l + 1
-      later[l] = sid
-    end
-  end
-  call('XTRIM', stream, 'MINID', oldest)
-  if l > 0 then
-    call_many('XDEL', stream, later)
-  end
+  call_many('XDEL', stream, sids)
 end
 
 -- The consumer holding `sid` in any of `groups` (and that group), or nil.

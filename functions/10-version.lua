@@ -32,7 +32,9 @@ register('baton_v2_configure', function(keys, args)
     local field, value = args[i], args[i + 1]
     local r = CONFIG_RANGES[field]
     if r == nil then
-      invalid(field, 'is not a setting (' .. concat(CONFIG_FIELDS, ', ') .. ')')
+      -- the name as sent, quoted when it holds a control character (a NUL would end the reply)
+      invalid(find(field, '%c') and json_string(field) or field,
+        'is not a setting (' .. concat(CONFIG_FIELDS, ', ') .. ')')
     end
     if value == '' then
       dels[#dels + 1] = field

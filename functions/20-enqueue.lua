@@ -47,6 +47,7 @@ register('baton_v2_enqueue', function(keys, args)
   local due = {} -- due time of each delayed task (nil: immediate)
   local ids = {}
   local unique_keys = {} -- task index -> its lock key (KEYS)
+  local unique_ttls = {} -- task index -> its lock's TTL (s, decimal text)
   local next_unique = 10
   local created_ok = {} -- created_at texts already checked (a batch mostly shares one)
   local b = 1
@@ -85,7 +86,8 @@ register('baton_v2_enqueue', function(keys, args)
       run_at = int_arg(args[b + 8], label(i, 'run_at_ms'), 0)
     end
     if args[b + 9] ~= '' then
-      int_arg(args[b + 10], label(i, 'unique_ttl_s'), 1)
+      -- the number, not the text: SET EX refuses '010', after earlier tasks were written
+      unique_ttls[i] = int_text(int_arg(args[b + 10], label(i, 'unique_ttl_s'), 1))
       local want = unique_key_name(k, args[b + 9])
       if keys[next_unique] ~= want then
         invalid('KEYS[' .. next_unique .. ']', 'must be ' .. want)
@@ -156,7 +158,7 @@ register('baton_v2_enqueue', function(keys, args)
       local holder = nil
       local unique_key = unique_keys[i]
       if unique_key then
-        if not call('SET', unique_key, id, 'NX', 'EX', args[b + 10]) then
+        if not call('SET', unique_key, id, 'NX', 'EX', unique_ttls[i]) then
           holder = call('GET', unique_key) or ''
         end
       end

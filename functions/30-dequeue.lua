@@ -41,7 +41,8 @@ register('baton_v2_dequeue', function(keys, args)
   local group, consumer, count_text, lease_text = args[1], args[2], args[3], args[4]
   nonempty_arg(group, 'group')
   nonempty_arg(consumer, 'consumer')
-  int_arg(count_text, 'count', 1, 1000)
+  -- Redis takes the count as it parses integers ('01' is none): pass the number on.
+  count_text = int_text(int_arg(count_text, 'count', 1, 1000))
   local lease_ms = lease_arg(lease_text)
   local stream = k.stream
 

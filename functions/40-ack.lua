@@ -16,8 +16,7 @@ baton_v2_ack: records success for N tasks of one (NS, TYPE), atomically.
   ARGV[3]  N
   then 2 values per task: id, SID (the stream entry the worker ran)
   Per task: XACK of the SID (which ends the lease), and the entry leaves the stream
-  (delete_acked: from 4 SIDs, one XTRIM MINID for those before the oldest entry a group still
-  needs and XDEL for the others; below, XDEL); the record, body and error history go; the id joins baton:v2:{NS}:done (a
+  (XDEL); the record, body and error history go; the id joins baton:v2:{NS}:done (a
   duplicate for enqueue during the namespace's done_retention_s). A stale ack (the lease had
   expired and the task was taken back, or it even died since) still counts as success: a waiting
   retry (scheduled set, or a newer stream copy) is removed, a dead task leaves the dead-letter
@@ -61,9 +60,7 @@ register('baton_v2_ack', function(keys, args)
       fresh[i] = true
     else
       nonempty_arg(ids[i], 'id')
-      if not find(sids[i], '^%d+%-%d+$') then
-        stream_id_arg(sids[i], 'SID')
-      end
+      stream_id_arg(sids[i], 'SID')
     end
   end
 

@@ -29,7 +29,9 @@ this, with whatever settings, never takes a task from a live, heartbeating worke
   long loses nothing: its next read recreates the consumer and its next delivery its lease entry.
   A pending entry whose task is no longer queued at it (a stale copy) is acked and deleted; one
   whose stream entry is gone (trimmed by hand: its task id is unknown) is acked; a malformed one
-  goes to the dead-letter queue (kind malformed).
+  goes to the dead-letter queue (kind malformed). An entry that another group delivered again
+  (baton rescue's, docs/rescue.md) is held there: while that holder's lease lives, the expired
+  entry is only acked in its own group (the lease passed to the new holder; nothing fails).
   Returns: {reclaimed, retried, dead, next_deadline_ms, now_ms} (reclaimed = retried + dead;
     next_deadline_ms = the earliest lease end left, -1 when nothing is pending; <= now_ms when
     more leases had run out than count allowed: call again).
@@ -113,6 +115,20 @@ local function expired_leases(k, groups, count, now, default_lease)
   return expired, x, next_deadline
 end
 
+-- True when `sid` is pending in a group other than `group` with a lease that has not run out:
+-- a rescue group delivered the task again, so its lease is that holder's now.
+local function held_live_elsewhere(k, groups, group, sid, default_lease)
+  for g = 1, #groups do
+    if groups[g] ~= group then
+      local p = call('XPENDING', k.stream, groups[g], sid, sid, 1)
+      if p[1] and p[1][3] < lease_of(call('HGET', k.leases, p[1][2]), default_lease) then
+        return true
+      end
+    end
+  end
+  return false
+end
+
 register('baton_v2_reclaim', function(keys, args)
   local k = bind_keys(keys, RECLAIM_KEYS, true)
   argc(args, 5, 'count, base_ms, max_ms, jitter_seed, reaper')
@@ -147,7 +163,10 @@ register('baton_v2_reclaim', function(keys, args)
         if rec then
           state, rtype, attempt, rsid = parse_record(rec)
         end
-        if e and state == 'queued' and rtype == k.type and rsid == sid then
+        if e and state == 'queued' and rtype == k.type and rsid == sid and #groups > 1 and
+            held_live_elsewhere(k, groups, expired[i][2], sid, ctx.config.lease_ms) then
+          call('XACK', stream, expired[i][2], sid)
+        elseif e and state == 'queued' and rtype == k.type and rsid == sid then
           local message = 'lease expired at ' .. int_text(deadline) .. ' (' ..
               int_text(now - deadline) .. ' ms ago) on consumer ' .. owner
           local outcome, at = fail_entry(ctx, e.id, sid, groups, e, attempt + 1,

@@ -22,8 +22,8 @@ local PROMOTE_KEYS = { 'scheduled', 'stream', 'tasks', 'bodies', 'events', 'conf
 register('baton_v2_promote', function(keys, args)
   local k = bind_keys(keys, PROMOTE_KEYS, true)
   argc(args, 1, 'limit')
-  local limit_text = args[1]
-  int_arg(limit_text, 'limit', 1, 10000)
+  -- Redis takes the limit as it parses integers ('01' is none): pass the number on.
+  local limit_text = int_text(int_arg(args[1], 'limit', 1, 10000))
   local now = now_ms()
 
   local ids = call('ZRANGE', k.scheduled, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit_text)
