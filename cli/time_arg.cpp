@@ -1,5 +1,6 @@
 #include "time_arg.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <string>
@@ -17,9 +18,13 @@ bool ParseInt(std::string_view text, std::int64_t* out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-// Fixed-width digits at text[pos, pos+n).
+// Fixed-width digits at text[pos, pos+n). Digits only: from_chars alone takes a sign ("-084").
 bool Digits(std::string_view text, std::size_t pos, std::size_t n, int* out) {
   if (pos + n > text.size()) return false;
+  const std::string_view part = text.substr(pos, n);
+  if (!std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
   std::int64_t v = 0;
   if (!ParseInt(text.substr(pos, n), &v)) return false;
   *out = static_cast<int>(v);

@@ -11,7 +11,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libpqxx-dev libsqlite3-dev postgresql libsodium-dev
   chromium
-  python3 python3-redis python3-croniter python3-venv
+  python3 python3-redis python3-croniter python3-venv python3-hypothesis
+  clang libclang-rt-14-dev faketime
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -3,6 +3,7 @@
 #include <climits>
 #include <string>
 
+#include "core/json_span.h"
 #include "core/task_rules.h"
 
 namespace baton::internal {
@@ -72,6 +73,11 @@ StatusOr<DeliveredTask> DecodeValues(std::string_view ns, std::string_view type,
     status =
         task_rules::ParseInteger(task_rules::kExecutionTimeoutRule, v.execution_timeout, &number);
     task.execution_timeout = static_cast<int>(number);
+  }
+  if (status.ok() && JsonNestingDepth(v.extra) > kMaxPrintedJsonDepth) {
+    // Copying or printing it would recurse once per level (see JsonNestingDepth).
+    status = Status::InvalidArgument("extra", "must not nest arrays and objects deeper than " +
+                                                  std::to_string(kMaxPrintedJsonDepth) + " levels");
   }
   if (status.ok() && !v.extra.empty()) {
     task.extra = nlohmann::json::parse(v.extra, nullptr, /*allow_exceptions=*/false);

@@ -188,6 +188,25 @@ TEST(TaskCodec, DecodesAStreamEntry) {
   EXPECT_EQ(delivered->task.extra["x"], "a|b");
 }
 
+// Found by the fuzzers (tests/fuzz): copying extra nested 100,000 deep overflowed the stack. Such
+// an entry is refused with the field and the rule (the worker dead-letters it); a deep payload is
+// only text, so it decodes.
+TEST(TaskCodec, DeeplyNestedExtraIsRefusedNotACrash) {
+  const std::string deep = "{\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  std::string id, attempt;
+  auto refused = DecodeStreamEntry(
+      "shop", "mail", "1-0", Fields({"task", "t-1|3|0|1722489600||0|" + deep, "payload", "{}"}),
+      &id, &attempt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "extra: must not nest arrays and objects deeper than 256 levels");
+  EXPECT_EQ(id, "t-1");
+  auto deep_payload =
+      DecodeStreamEntry("shop", "mail", "1-0",
+                        Fields({"task", "t-2|3|0|1722489600||0|", "payload", deep}), &id, &attempt);
+  EXPECT_TRUE(deep_payload.ok()) << deep_payload.status().ToString();
+}
+
 TEST(TaskCodec, MalformedStreamEntriesNameWhatIsWrong) {
   std::string id = "stale", attempt = "stale";
   auto no_task = DecodeStreamEntry("shop", "mail", "1-0", Fields({"payload", "{}"}), &id, &attempt);

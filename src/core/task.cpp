@@ -144,6 +144,28 @@ StatusOr<Task> TaskFromParsed(const json& document, std::optional<std::string_vi
   return task;
 }
 
+// Extra fields are copied into Task::extra, and nlohmann copies and prints recursively: one nested
+// 100,000 deep (200 KB) would overflow the stack. The payload stays text (never copied), so any
+// depth is fine there. Cheap for ordinary documents: a text shorter than twice the limit cannot
+// nest deeper than it.
+Status CheckExtraDepth(const json& parsed, std::string_view document) {
+  constexpr std::size_t kLimit = internal::kMaxPrintedJsonDepth;
+  if (document.size() <= 2 * kLimit || !parsed.is_object() ||
+      internal::JsonNestingDepth(document) <= kLimit) {
+    return Status::Ok();
+  }
+  for (const auto& member : parsed.items()) {
+    const std::string& key = member.key();
+    if (rules::IsTaskField(key)) continue;
+    std::optional<std::string_view> text = internal::FindTopLevelMember(document, key);
+    if (text && internal::JsonNestingDepth(*text) > kLimit - 1) {
+      return Status::InvalidArgument(key, "must not nest arrays and objects deeper than " +
+                                              std::to_string(kLimit - 1) + " levels");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Task::Validate() const { return rules::CheckTask(*this, PayloadCheck::kFull); }
@@ -196,6 +218,7 @@ StatusOr<Task> Task::FromJson(std::string_view document) {
   } catch (const json::exception& e) {
     return Status::InvalidArgument("document", "not valid JSON: " + rules::ParseErrorMessage(e));
   }
+  if (Status s = CheckExtraDepth(parsed, document); !s.ok()) return s;
   return TaskFromParsed(parsed, internal::FindTopLevelMember(document, "payload"));
 }
 

@@ -263,6 +263,23 @@ TEST(TaskNames, Patterns) {
   EXPECT_FALSE(IsValidTaskId(std::string_view("a\0b", 3)));
 }
 
+// Found by the fuzzers (tests/fuzz): an extra field nested 100,000 deep overflowed the stack when
+// FromJson copied it. It is refused, naming the field; a payload that deep stays text and is fine.
+TEST(TaskFromJson, DeeplyNestedExtraFieldIsRefusedNotACrash) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string head =
+      R"({"task_id":"t","namespace":"s","task_type":"m","max_retry":3,"delay_seconds":0,)"
+      R"("created_at":1722489600,)";
+  auto refused = Task::FromJson(head + R"("payload":{},"x":)" + deep + "}");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "x: must not nest arrays and objects deeper than 255 levels");
+  auto deep_payload = Task::FromJson(head + R"("payload":{"p":)" + deep + "}}");
+  EXPECT_TRUE(deep_payload.ok()) << deep_payload.status().ToString();
+  const std::string shallow = std::string(255, '[') + std::string(255, ']');
+  EXPECT_TRUE(Task::FromJson(head + R"("payload":{},"x":)" + shallow + "}").ok());
+}
+
 TEST(JsonSpan, FindsTopLevelMembersOnly) {
   const std::string doc =
       R"( {"a": {"payload": 1}, "s": "x\"payload\":", "payload" : [ 1, {"}":"]"} ] , "n": -1.5e3 } )";

@@ -52,6 +52,18 @@ TEST(CronJobTest, DefaultsApplyToOptionalFields) {
   EXPECT_FALSE(job->execution_timeout.has_value());
 }
 
+// Found by the fuzzers (tests/fuzz): a definition nested 100,000 deep in baton:cron overflowed the
+// stack of every batond that read it.
+TEST(CronJobTest, DeeplyNestedDefinitionIsRefusedNotACrash) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto job = CronJob::FromJson(
+      "deep", R"({"schedule":"@hourly","namespace":"ops","task_type":"ping","payload":{"a":)" +
+                  deep + "}}");
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().message(),
+            "definition: must not nest arrays and objects deeper than 256 levels");
+}
+
 TEST(CronJobTest, ToJsonRoundTrips) {
   auto job = CronJob::FromJson("daily-invoices", kFull);
   ASSERT_TRUE(job.ok());
