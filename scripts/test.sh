@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test: the release build (warnings as errors) with all CTest
-# suites, the language-neutral protocol tests in Python, the Python, Node.js, Go and Java SDKs, the
-# cross-language conformance matrix, the console's browser tests, then the ASan+UBSan build of the
-# tests.
+# suites, the language-neutral protocol tests in Python (with the model-based test and the Lua
+# input fuzzing), the Python, Node.js, Go and Java SDKs, the cross-language conformance matrix, a
+# short chaos run and a short soak, the console's browser tests, the ASan+UBSan build of the
+# tests, then the parsers' fuzzers (docs/testing.md).
 # Every test starts its own redis-server on a free loopback port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,8 @@ scripts/check_format.sh
 scripts/build.sh release
 (cd build/release && ctest --output-on-failure -j2 --timeout 600)
 BATON_BUILD_DIR=build/release tests/install/check_install.sh
+# The protocol tests, including the model-based test (BATON_MODEL_SECONDS, default 60) and the
+# Lua input fuzzing (BATON_FUZZ_SECONDS, default 40): docs/testing.md.
 BATON_REQUIRE_BINARIES=1 /usr/bin/python3 -m unittest discover -s tests/protocol -p 'test_*.py' -v 2>&1 | tail -n 40
 test "${PIPESTATUS[0]}" -eq 0
 # The SDKs (each script installs its pinned dependencies, checks its generated protocol files, lints,
@@ -27,9 +30,15 @@ sdk/java/scripts/test.sh
 # and its self-test (a broken driver must fail every case).
 tests/conformance/run.sh
 CONFORMANCE_SELFTEST=1 tests/conformance/run.sh
+# Soak: 60 s at 500 tasks/s with leak, latency and accounting checks (SOAK_SECONDS=1800 for the
+# long run; report in build/test-output/soak/).
+BUILD_DIR=build/release bench/soak/run.sh
 # The web console in a real browser: Playwright drives Debian's Chromium against real servers
 # (screenshots in build/test-output/console/).
 tests/console/browser/run.sh
+# The chaos run (tests/chaos/README.md): 75 s of kill -9s, Redis restarts, network cuts and clock
+# skew, then every task accounted for; CHAOS_SECONDS=600 tests/chaos/run.sh for the long run.
+tests/chaos/run.sh
 scripts/build.sh asan
 # Under the sanitizers the heavy crash-recovery run is skipped (it runs in the release suite above).
 # tests/lsan.supp: a leak inside libpqxx/libpq when the PostgreSQL server dies (not ours).
@@ -37,3 +46,6 @@ lsan_suppressions="$PWD/tests/lsan.supp"
 (cd build/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS=suppressions="$lsan_suppressions" \
   ctest --output-on-failure -j2 --timeout 900 -LE heavy)
+# Fuzzers on every parser of untrusted input (tests/fuzz/README.md): clang, ASan+UBSan, 15 s per
+# target (FUZZ_SECONDS=600 for a long run). Their saved crash inputs replay in ctest above.
+scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
