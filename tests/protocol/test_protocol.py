@@ -470,9 +470,8 @@ class DequeueAckTest(ProtocolTestCase):
         self.assertEqual(self.r.exists(self.k.tasks()), 0)
 
     def test_acked_entries_leave_the_stream_whatever_is_still_pending(self):
-        # From 4 entries per ack, those before the oldest entry a group still needs are trimmed
-        # (XTRIM MINID); one after an entry still pending (e.g. held by a worker that died) is
-        # deleted on its own. Fewer are deleted one by one (test_ack_records_done_...).
+        # Every acked entry is deleted (XDEL), whether or not an older entry is still pending
+        # (e.g. held by a worker that died); the entries not yet delivered stay.
         stream = self.k.stream(TYPE)
         sids = [sid for _, sid in self.b.enqueue(TYPE, [self.spec(f"t{i}") for i in range(14)])]
         entries = self.dequeue(count=10)  # t0..t9 delivered, t10..t13 not yet

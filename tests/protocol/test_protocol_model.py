@@ -194,7 +194,7 @@ class ProtocolMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.holders())
     @rule(worker=st.integers(0, 9), picks=st.lists(st.integers(0, 9), min_size=2, max_size=6))
     def ack_batch(self, worker, picks):
-        """From 4 SIDs ack trims the stream (XTRIM MINID); a repeated pick is a repeated id."""
+        """A batch ack (it once trimmed the stream from 4 SIDs); a repeated pick is a repeated id."""
         self._ack(worker, picks)
 
     def _fail(self, worker, pick, kind, base_ms, jitter):
@@ -422,8 +422,8 @@ class FoundBugsRegression(unittest.TestCase):
         self.assertEqual(machine.model.tasks["t0"].state, "done")
 
     def test_a_batch_ack_keeps_the_entries_a_forced_rescue_left_behind(self):
-        # Fixed in functions/00-header.lua (delete_acked): XTRIM MINID deleted t1, left behind
-        # by `rescue finish --force`, though still queued: lost for good.
+        # Fixed in functions/00-header.lua (delete_acked, now XDEL): XTRIM MINID deleted t1,
+        # left behind by `rescue finish --force`, though still queued: lost for good.
         machine = self.replay([
             ("dequeue_one", dict(task_type="alpha", worker=0, lease_ms=0)),  # creates the group
             ("enqueue_one", dict(task_type="alpha", task_id="t1", max_retry=0)),
