@@ -159,8 +159,10 @@ Status CheckExtraDepth(const json& parsed, std::string_view document) {
     if (rules::IsTaskField(key)) continue;
     std::optional<std::string_view> text = internal::FindTopLevelMember(document, key);
     if (text && internal::JsonNestingDepth(*text) > kLimit - 1) {
-      return Status::InvalidArgument(key, "must not nest arrays and objects deeper than " +
-                                              std::to_string(kLimit - 1) + " levels");
+      const std::string rule = "member \"" + key +
+                               "\" must not nest arrays and objects deeper than " +
+                               std::to_string(kLimit - 1) + " levels";
+      return Status::InvalidArgument("extra", rule);
     }
   }
   return Status::Ok();

@@ -264,7 +264,7 @@ TEST(TaskNames, Patterns) {
 }
 
 // Found by the fuzzers (tests/fuzz): an extra field nested 100,000 deep overflowed the stack when
-// FromJson copied it. It is refused, naming the field; a payload that deep stays text and is fine.
+// FromJson copied it. It is refused, naming the member; a payload that deep stays text and is fine.
 TEST(TaskFromJson, DeeplyNestedExtraFieldIsRefusedNotACrash) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const std::string head =
@@ -273,7 +273,7 @@ TEST(TaskFromJson, DeeplyNestedExtraFieldIsRefusedNotACrash) {
   auto refused = Task::FromJson(head + R"("payload":{},"x":)" + deep + "}");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().message(),
-            "x: must not nest arrays and objects deeper than 255 levels");
+            "extra: member \"x\" must not nest arrays and objects deeper than 255 levels");
   auto deep_payload = Task::FromJson(head + R"("payload":{"p":)" + deep + "}}");
   EXPECT_TRUE(deep_payload.ok()) << deep_payload.status().ToString();
   const std::string shallow = std::string(255, '[') + std::string(255, ']');

@@ -47,7 +47,9 @@ int FuzzTaskDocument(const std::uint8_t* data, std::size_t size) {
   CheckSameTask(*task, *again);
 
   // The parsed form: numbers may be respelled (1e5 -> 100000.0), so only "accepted again, and
-  // stable from then on" holds.
+  // stable from then on" holds. Printing a parsed payload recurses once per level: only for the
+  // depths Baton prints as JSON (a deeper payload stays text everywhere else).
+  if (internal::JsonNestingDepth(task->payload_json) > internal::kMaxPrintedJsonDepth) return 0;
   StatusOr<Task> from_object = Task::FromJsonObject(task->ToJsonObject());
   if (from_object.ok()) {
     StatusOr<Task> stable = Task::FromJson(from_object->ToJson());
