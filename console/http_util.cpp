@@ -49,11 +49,7 @@ void ReplyError(httplib::Response& res, const Status& status) {
 StatusOr<nlohmann::json> JsonBody(const httplib::Request& req) {
   // A body nested this deep would overflow the stack wherever it is printed (an edited payload
   // goes into Redis and onto task pages).
-  if (internal::JsonNestingDepth(req.body) > internal::kMaxPrintedJsonDepth) {
-    return Status::InvalidArgument("body", "must not nest arrays and objects deeper than " +
-                                               std::to_string(internal::kMaxPrintedJsonDepth) +
-                                               " levels");
-  }
+  if (Status s = internal::CheckJsonDepth("body", req.body); !s.ok()) return s;
   nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
     return Status::InvalidArgument("body", "must be a JSON object");

@@ -33,6 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "protocol"))
+sys.path.insert(0, os.path.dirname(HERE))  # bench/: collector_api
 
 import baton_protocol as bp  # noqa: E402
 from redis_harness import RedisServer  # noqa: E402

@@ -1,17 +1,15 @@
 """Figures of a soak run: percentiles, least-squares slopes and the leak verdict per series."""
 
+from collector_api import percentile  # bench/: nearest-rank, as every bench reports
+
 
 def percentiles(samples):
     """p50, p95, p99 and max of a list/array of ms (None when empty), nearest-rank."""
     if not samples:
         return None
     s = sorted(samples)
-    n = len(s)
-
-    def rank(p):
-        return s[min(n - 1, max(0, -(-p * n // 100) - 1))]
-
-    return {"n": n, "p50": rank(50), "p95": rank(95), "p99": rank(99), "max": s[-1]}
+    return {"n": len(s), "p50": percentile(s, 0.50), "p95": percentile(s, 0.95),
+            "p99": percentile(s, 0.99), "max": s[-1]}
 
 
 def slope_per_min(points):

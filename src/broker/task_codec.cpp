@@ -74,11 +74,8 @@ StatusOr<DeliveredTask> DecodeValues(std::string_view ns, std::string_view type,
         task_rules::ParseInteger(task_rules::kExecutionTimeoutRule, v.execution_timeout, &number);
     task.execution_timeout = static_cast<int>(number);
   }
-  if (status.ok() && JsonNestingDepth(v.extra) > kMaxPrintedJsonDepth) {
-    // Copying or printing it would recurse once per level (see JsonNestingDepth).
-    status = Status::InvalidArgument("extra", "must not nest arrays and objects deeper than " +
-                                                  std::to_string(kMaxPrintedJsonDepth) + " levels");
-  }
+  // Copying or printing extra recurses once per level (see JsonNestingDepth).
+  if (status.ok()) status = CheckJsonDepth("extra", v.extra);
   if (status.ok() && !v.extra.empty()) {
     task.extra = nlohmann::json::parse(v.extra, nullptr, /*allow_exceptions=*/false);
     if (task.extra.is_discarded()) {

@@ -92,6 +92,12 @@ std::optional<std::string_view> FindTopLevelMember(std::string_view document,
   }
 }
 
+Status CheckJsonDepth(std::string_view field, std::string_view text) {
+  if (JsonNestingDepth(text) <= kMaxPrintedJsonDepth) return Status::Ok();
+  return Status::InvalidArgument(field, "must not nest arrays and objects deeper than " +
+                                            std::to_string(kMaxPrintedJsonDepth) + " levels");
+}
+
 std::size_t JsonNestingDepth(std::string_view text) {
   std::size_t depth = 0, deepest = 0;
   bool in_string = false, escaped = false;

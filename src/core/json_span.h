@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "baton/status.h"
+
 namespace baton::internal {
 
 // The text of the value of member `key` of the top-level object in `document`, without
@@ -20,7 +22,13 @@ std::optional<std::string_view> FindTopLevelMember(std::string_view document, st
 // whoever prints it, so printers check this first.
 std::size_t JsonNestingDepth(std::string_view text);
 
-// The deepest JSON that Baton's tools print as JSON; deeper text is shown as text.
+// The deepest JSON that Baton's tools print as JSON (deeper text is shown as text), and the
+// deepest they accept where they copy or print what they parse: extra task fields, cron
+// definitions, console request bodies.
 inline constexpr std::size_t kMaxPrintedJsonDepth = 256;
+
+// Ok, or kInvalidArgument "<field>: must not nest arrays and objects deeper than <limit> levels"
+// when `text` nests deeper than kMaxPrintedJsonDepth.
+Status CheckJsonDepth(std::string_view field, std::string_view text);
 
 }  // namespace baton::internal

@@ -124,11 +124,7 @@ StatusOr<CronSchedule> MakeCronSchedule(std::string_view schedule, std::string_v
 StatusOr<CronJob> CronJob::FromJson(std::string_view name, std::string_view text) {
   // Copying or printing the document recurses once per level (see JsonNestingDepth): one
   // definition nested 100,000 deep in baton:cron would crash every batond that reads it.
-  if (JsonNestingDepth(text) > kMaxPrintedJsonDepth) {
-    return Status::InvalidArgument("definition", "must not nest arrays and objects deeper than " +
-                                                     std::to_string(kMaxPrintedJsonDepth) +
-                                                     " levels");
-  }
+  if (Status s = CheckJsonDepth("definition", text); !s.ok()) return s;
   json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) {
     return Status::InvalidArgument("definition", "must be valid JSON");

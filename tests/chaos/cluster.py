@@ -3,20 +3,14 @@
 kill -9 and start again; a supervisor thread restarts workers that exit by themselves (counted:
 an exit we did not cause is reported, not hidden)."""
 import os
-import socket
 import subprocess
 import threading
 import time
 
 import redis
+from redis_harness import free_port
 
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def now_ms():

@@ -16,7 +16,7 @@ import redis
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
 
-def _free_port():
+def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -35,7 +35,7 @@ class RedisServer:
         self.dir = tempfile.mkdtemp(prefix="baton-redis-")
         last_error = None
         for _ in range(5):  # another process may grab the port between the probe and the bind
-            self.port = _free_port()
+            self.port = free_port()
             log = open(os.path.join(self.dir, "redis.log"), "wb")
             self.process = subprocess.Popen(
                 [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
