@@ -2,7 +2,9 @@
 // prints its version. --check only compares the loaded version with this build's. A protocol v1
 // library (`baton`) stays loaded beside v2 during a rolling upgrade (docs/upgrading.md); init
 // reports the v1 tasks still live, and --drop-v1 removes the v1 library once they are gone.
+#include <algorithm>
 #include <iostream>
+#include <utility>
 
 #include "broker/function_library.h"
 #include "broker/functions.h"
@@ -19,13 +21,24 @@ struct InitArgs {
   bool force = false;
 };
 
-// The loaded version of a library's version function, "none" when it is missing.
+// The loaded version of a library's version function, "none" when it is missing. On a cluster,
+// every primary is asked; when they differ: "2 on host:port, none on host:port".
 StatusOr<std::string> LoadedVersion(internal::RedisConnection& conn,
-                                    std::vector<std::string> call) {
-  auto reply = conn.Command(std::move(call));
-  if (!reply.ok()) return reply.status();
-  if (reply->is_error()) return std::string("none");
-  return reply->AsString();
+                                    const std::vector<std::string>& call) {
+  std::vector<std::pair<std::string, std::string>> versions;  // node, version
+  for (const std::string& node : conn.Nodes()) {
+    auto reply = conn.CommandOnNode(node, call);
+    if (!reply.ok()) return reply.status();
+    versions.emplace_back(node, reply->is_error() ? std::string("none") : reply->AsString());
+  }
+  const bool same = std::all_of(versions.begin(), versions.end(),
+                                [&](const auto& v) { return v.second == versions[0].second; });
+  if (same) return versions.at(0).second;
+  std::string mixed;
+  for (const auto& [node, version] : versions) {
+    mixed += (mixed.empty() ? "" : ", ") + version + " on " + node;
+  }
+  return mixed;
 }
 
 // What is left of protocol v1: its library version ("none" when not loaded) and the live tasks
@@ -84,9 +97,14 @@ int DropV1(Context& ctx, internal::RedisConnection& conn, const InitArgs& args) 
   }
   bool dropped = false;
   if (legacy->version != "none") {
-    auto reply = conn.Command({"FUNCTION", "DELETE", "baton"});
-    if (!reply.ok()) return ctx.Fail("init", reply.status());
-    if (reply->is_error()) return ctx.Fail("init", internal::StatusFromErrorReply(*reply));
+    for (const std::string& node : conn.Nodes()) {
+      auto reply = conn.CommandOnNode(node, {"FUNCTION", "DELETE", "baton"});
+      if (!reply.ok()) return ctx.Fail("init", reply.status());
+      // A primary without it (a mixed cluster) is fine: gone is what was asked.
+      if (reply->is_error() && reply->str.find("not found") == std::string::npos) {
+        return ctx.Fail("init", internal::StatusFromErrorReply(*reply));
+      }
+    }
     dropped = true;
   }
   if (ctx.global.json) {
@@ -128,15 +146,19 @@ int RunInit(Context& ctx, const InitArgs& args) {
   }
   auto legacy = ReadLegacy(**conn);
   if (!legacy.ok()) return ctx.Fail("init", legacy.status());
+  const std::size_t primaries = (*conn)->cluster() ? (*conn)->Nodes().size() : 0;
   if (ctx.global.json) {
-    PrintJson({{"library", library},
-               {"version", loaded},
-               {"previous", *before},
-               {"changed", *before != loaded},
-               {"v1", LegacyJson(*legacy)}});
+    nlohmann::json out = {{"library", library},
+                          {"version", loaded},
+                          {"previous", *before},
+                          {"changed", *before != loaded},
+                          {"v1", LegacyJson(*legacy)}};
+    if ((*conn)->cluster()) out["primaries"] = (*conn)->Nodes();
+    PrintJson(out);
   } else {
-    std::cout << "functions library '" << library << "' version " << loaded
-              << " loaded (was: " << *before << ")\n";
+    std::cout << "functions library '" << library << "' version " << loaded << " loaded"
+              << (primaries > 0 ? " on " + std::to_string(primaries) + " primaries" : "")
+              << " (was: " << *before << ")\n";
     PrintLegacy(*legacy);
   }
   return kExitOk;

@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
   CLI::App app{"baton: enqueue, inspect and operate Baton task queues (docs/cli.md)", "baton"};
   app.option_defaults()->always_capture_default();
   app.add_option("--redis", ctx.global.redis.url,
-                 "Redis URL (redis://[user:password@]host:port[/db])")
+                 "Redis URL (redis://[user:password@]host:port[/db], or "
+                 "redis+cluster://host:port[,host:port...] for a cluster)")
       ->envname("BATON_REDIS_URL");
   app.add_flag("--json", ctx.global.json, "Print one JSON document instead of text");
   app.require_subcommand(1);

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "broker/key_scan.h"
 #include "broker/keys.h"
 
 namespace baton::collector {
@@ -14,6 +16,9 @@ using internal::Keys;
 using internal::Reply;
 
 namespace {
+
+// On a cluster, how long ReadNew() pauses when no namespace had a new event (it cannot BLOCK).
+constexpr std::chrono::milliseconds kClusterPollPause{100};
 
 constexpr std::string_view kEventsSuffix = "}:events";
 constexpr std::string_view kKeyPrefix = "baton:v2:{";
@@ -78,18 +83,12 @@ StatusOr<std::set<std::string>> EventReader::DiscoverNamespaces(bool scan) {
   if (Status s = ReplyError(members, "SMEMBERS"); !s.ok()) return s;
   for (const auto& m : members->elements) found.insert(m.str);
   if (scan) {
-    std::string cursor = "0";
-    do {
-      auto page = conn_.Command(
-          {"SCAN", cursor, "MATCH", "baton:v2:{*}:events", "COUNT", "1000", "TYPE", "stream"});
-      if (Status s = ReplyError(page, "SCAN"); !s.ok()) return s;
-      if (page->elements.size() != 2) return Status::Internal("SCAN: unexpected reply");
-      cursor = page->elements[0].str;
-      for (const auto& key : page->elements[1].elements) {
-        std::string ns = NamespaceOfEventsKey(key.str);
-        if (!ns.empty()) found.insert(std::move(ns));
-      }
-    } while (cursor != "0");
+    auto keys = internal::ScanKeys(conn_, "baton:v2:{*}:events", "stream");
+    if (!keys.ok()) return keys.status();
+    for (const std::string& key : *keys) {
+      std::string ns = NamespaceOfEventsKey(key);
+      if (!ns.empty()) found.insert(std::move(ns));
+    }
   }
   return found;
 }
@@ -143,29 +142,44 @@ StatusOr<std::vector<EventBatch>> EventReader::ParseRead(const Reply& reply) {
   return batches;
 }
 
-StatusOr<std::vector<EventBatch>> EventReader::ReadOwnPending() {
-  if (followed_.empty()) return std::vector<EventBatch>{};
-  std::vector<std::string> argv = {"XREADGROUP",      "GROUP", options_.group,
-                                   options_.consumer, "COUNT", std::to_string(options_.count),
-                                   "STREAMS"};
-  for (const auto& [key, ns] : ns_of_stream_) argv.push_back(key);
-  for (std::size_t i = 0; i < ns_of_stream_.size(); ++i) argv.push_back("0");
-  auto reply = conn_.Command(argv);
-  if (!reply.ok()) return reply.status();
-  if (reply->is_error() && reply->str.rfind("NOGROUP", 0) == 0) return RecreateGroups();
-  return ParseRead(*reply);
-}
+StatusOr<std::vector<EventBatch>> EventReader::ReadOwnPending() { return Read("0"); }
 
-StatusOr<std::vector<EventBatch>> EventReader::ReadNew() {
+StatusOr<std::vector<EventBatch>> EventReader::ReadNew() { return Read(">"); }
+
+StatusOr<std::vector<EventBatch>> EventReader::Read(const std::string& from) {
   if (followed_.empty()) return std::vector<EventBatch>{};
-  std::vector<std::string> argv = {"XREADGROUP",   "GROUP",
-                                   options_.group, options_.consumer,
-                                   "COUNT",        std::to_string(options_.count),
-                                   "BLOCK",        std::to_string(options_.block.count()),
-                                   "STREAMS"};
+  const bool wait = from == ">";
+  std::vector<std::string> head = {"XREADGROUP",      "GROUP", options_.group,
+                                   options_.consumer, "COUNT", std::to_string(options_.count)};
+  if (conn_.cluster()) {
+    // Namespaces live in different slots and one XREADGROUP cannot span slots: one read per
+    // namespace, all in one pipeline (each node answers its own at once), and a short pause
+    // when nothing came instead of BLOCK.
+    for (const auto& [key, ns] : ns_of_stream_) {
+      std::vector<std::string> argv = head;
+      argv.insert(argv.end(), {"STREAMS", key, from});
+      conn_.Append(argv);
+    }
+    auto replies = conn_.Flush();
+    if (!replies.ok()) return replies.status();
+    std::vector<EventBatch> batches;
+    for (const Reply& reply : *replies) {
+      if (reply.is_error() && reply.str.rfind("NOGROUP", 0) == 0) return RecreateGroups();
+      auto parsed = ParseRead(reply);
+      if (!parsed.ok()) return parsed.status();
+      for (EventBatch& batch : *parsed) batches.push_back(std::move(batch));
+    }
+    if (wait && batches.empty()) {
+      std::this_thread::sleep_for(std::min(options_.block, kClusterPollPause));
+    }
+    return batches;
+  }
+  std::vector<std::string> argv = head;
+  if (wait) argv.insert(argv.end(), {"BLOCK", std::to_string(options_.block.count())});
+  argv.push_back("STREAMS");
   for (const auto& [key, ns] : ns_of_stream_) argv.push_back(key);
-  for (std::size_t i = 0; i < ns_of_stream_.size(); ++i) argv.push_back(">");
-  auto reply = conn_.BlockingCommand(argv, options_.block);
+  for (std::size_t i = 0; i < ns_of_stream_.size(); ++i) argv.push_back(from);
+  auto reply = wait ? conn_.BlockingCommand(argv, options_.block) : conn_.Command(argv);
   if (!reply.ok()) return reply.status();
   if (reply->is_error() && reply->str.rfind("NOGROUP", 0) == 0) return RecreateGroups();
   return ParseRead(*reply);

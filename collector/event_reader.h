@@ -77,6 +77,8 @@ class EventReader {
   Status AddFailureDetails(std::vector<EventRow>& rows);
 
  private:
+  // XREADGROUP from `from` ("0": own pending, ">": new, waiting up to options_.block).
+  StatusOr<std::vector<EventBatch>> Read(const std::string& from);
   StatusOr<std::vector<EventBatch>> ParseRead(const internal::Reply& reply);
   // After NOGROUP: creates the groups of every followed stream again; returns no entries.
   StatusOr<std::vector<EventBatch>> RecreateGroups();

@@ -101,7 +101,8 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  "Read settings from this INI/TOML file (keys = long flag names; env BATON_CONFIG)",
                  has_env_config);
   app.add_option("--redis-url,--redis", c.redis.url,
-                 "Redis to serve: redis://[user:password@]host:port[/db] or unix:///path")
+                 "Redis to serve: redis://[user:password@]host:port[/db], unix:///path, or "
+                 "redis+cluster://host:port[,host:port...] (docs/cluster.md)")
       ->envname("BATON_REDIS_URL")
       ->capture_default_str();
   app.add_option("--namespaces", c.namespaces,

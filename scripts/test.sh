@@ -19,6 +19,13 @@ BATON_BUILD_DIR=build/release tests/install/check_install.sh
 # Lua input fuzzing (BATON_FUZZ_SECONDS, default 40): docs/testing.md.
 BATON_REQUIRE_BINARIES=1 /usr/bin/python3 -m unittest discover -s tests/protocol -p 'test_*.py' -v 2>&1 | tail -n 40
 test "${PIPESTATUS[0]}" -eq 0
+# Redis Cluster (docs/cluster.md): the cluster harness' self-test, then the protocol suite again on
+# a 3-primary/3-replica cluster (the model test there for 10 s: it ran 60 s on one Redis above).
+/usr/bin/python3 -m unittest discover -s tests/harness -p 'test_*.py' 2>&1 | tail -n 5
+test "${PIPESTATUS[0]}" -eq 0
+BATON_PROTOCOL_CLUSTER=1 BATON_REQUIRE_BINARIES=1 BATON_MODEL_SECONDS=10 \
+  /usr/bin/python3 -m unittest discover -s tests/protocol -p 'test_*.py' 2>&1 | tail -n 5
+test "${PIPESTATUS[0]}" -eq 0
 # The SDKs (each script installs its pinned dependencies, checks its generated protocol files, lints,
 # type-checks and runs its tests against real redis-servers and the release binaries).
 export BATON_BUILD_DIR="$PWD/build/release" BATON_REQUIRE_BINARIES=1

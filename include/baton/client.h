@@ -16,6 +16,13 @@ namespace baton {
 
 struct ClientOptions {
   RedisOptions redis;
+  // Durable enqueue on a replicated Redis (a cluster, or a primary with replicas): when > 0,
+  // every enqueue is followed by WAIT wait_replicas wait_timeout on the same primary, and succeeds
+  // only once that many replicas have the task, so a kill -9 of the primary and a failover cannot
+  // lose it. Fewer in time: kUnavailable ("... acknowledged by only K of N replicas"); the task
+  // was written on the primary and may still run, but is not known to be durable.
+  int wait_replicas = 0;
+  std::chrono::milliseconds wait_timeout{1000};
 };
 
 // The settings of one namespace, kept in Redis (baton_v2_configure) so that every client, worker

@@ -7,7 +7,8 @@
 namespace baton {
 
 struct RedisOptions {
-  // redis://[[user]:password@]host[:port][/db] or
+  // redis://[[user]:password@]host[:port][/db],
+  // redis+cluster://[[user]:password@]host:port[,host:port...] (a Redis Cluster: seed nodes), or
   // unix:///path/to/redis.sock[?db=N&password=P&user=U] (TLS, rediss://, is not supported).
   std::string url = "redis://127.0.0.1:6379";
   // Connect and per-command timeout. Blocking reads (XREAD BLOCK) add their own block time to it.

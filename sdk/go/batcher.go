@@ -31,7 +31,7 @@ type pendingEnqueue struct {
 }
 
 // submit enqueues one prepared task and returns its result.
-func (q *queue) submit(ctx context.Context, rdb *redis.Client, p *prepared) (EnqueueResult, error) {
+func (q *queue) submit(ctx context.Context, c *Client, p *prepared) (EnqueueResult, error) {
 	if err := ctx.Err(); err != nil {
 		return EnqueueResult{}, contextError("enqueue", err) // nothing written
 	}
@@ -41,13 +41,13 @@ func (q *queue) submit(ctx context.Context, rdb *redis.Client, p *prepared) (Enq
 	if !q.busy {
 		q.busy = true
 		q.mu.Unlock()
-		q.send(ctx, rdb, pe)
+		q.send(ctx, c, pe)
 	} else {
 		q.mu.Unlock()
 		select {
 		case <-pe.done:
 		case <-pe.lead:
-			q.send(ctx, rdb, pe)
+			q.send(ctx, c, pe)
 		case <-ctx.Done():
 			if q.withdraw(pe) {
 				return EnqueueResult{}, contextError("enqueue", ctx.Err())
@@ -56,7 +56,7 @@ func (q *queue) submit(ctx context.Context, rdb *redis.Client, p *prepared) (Enq
 			select {
 			case <-pe.done:
 			case <-pe.lead:
-				q.send(ctx, rdb, pe)
+				q.send(ctx, c, pe)
 			}
 		}
 	}
@@ -82,7 +82,7 @@ func (q *queue) withdraw(pe *pendingEnqueue) bool {
 
 // send sends one call with the pending tasks (at most enqueueCallLimit) for its caller own,
 // then hands the lead to the first task still pending, or marks the queue idle.
-func (q *queue) send(ctx context.Context, rdb *redis.Client, own *pendingEnqueue) {
+func (q *queue) send(ctx context.Context, c *Client, own *pendingEnqueue) {
 	q.mu.Lock()
 	n := min(len(q.pending), enqueueCallLimit)
 	batch := append([]*pendingEnqueue(nil), q.pending[:n]...)
@@ -95,7 +95,7 @@ func (q *queue) send(ctx context.Context, rdb *redis.Client, own *pendingEnqueue
 	if len(batch) != 1 || batch[0] != own {
 		callCtx = context.WithoutCancel(ctx)
 	}
-	q.call(callCtx, rdb, batch)
+	q.call(callCtx, c, batch)
 	for _, pe := range batch {
 		close(pe.done)
 	}
@@ -113,16 +113,26 @@ func (q *queue) send(ctx context.Context, rdb *redis.Client, own *pendingEnqueue
 
 // call sends one baton_v2_enqueue with the batch and sets each result. A call the library
 // refuses writes nothing: then every task is sent alone, so that each caller gets its own answer.
-func (q *queue) call(ctx context.Context, rdb *redis.Client, batch []*pendingEnqueue) {
+func (q *queue) call(ctx context.Context, c *Client, batch []*pendingEnqueue) {
 	tasks := make([]*prepared, len(batch))
 	for i, pe := range batch {
 		tasks[i] = pe.p
 	}
-	cmd := enqueueCall(ctx, rdb, q.keys, tasks)
+	var cmd *redis.Cmd
+	var short *Error
+	if c.waitReplicas > 0 {
+		dc := &durableCall{key: q.keys.stream, build: func(t redis.Cmdable) *redis.Cmd {
+			return enqueueCall(ctx, t, q.keys, tasks)
+		}}
+		c.sendDurable(ctx, "enqueue", []*durableCall{dc})
+		cmd, short = dc.cmd, dc.short
+	} else {
+		cmd = enqueueCall(ctx, c.rdb, q.keys, tasks)
+	}
 	err := cmd.Err()
 	if err != nil && len(batch) > 1 && !isConnectionError(err) {
 		for _, pe := range batch {
-			q.call(ctx, rdb, []*pendingEnqueue{pe})
+			q.call(ctx, c, []*pendingEnqueue{pe})
 		}
 		return
 	}
@@ -148,5 +158,9 @@ func (q *queue) call(ctx context.Context, rdb *redis.Client, batch []*pendingEnq
 			continue
 		}
 		pe.res = r
+		if short != nil {
+			own := *short
+			pe.err = &own
+		}
 	}
 }

@@ -18,9 +18,11 @@ import (
 // them. It is safe for concurrent use; it holds a pool of Redis connections, each of which
 // checked the functions library version when it connected.
 type Client struct {
-	rdb    *redis.Client
-	tracer trace.Tracer // nil without WithTracerProvider
-	queues sync.Map     // "ns\x00type" -> *queue
+	rdb          redis.UniversalClient // *redis.Client, or *redis.ClusterClient (redis+cluster://)
+	tracer       trace.Tracer          // nil without WithTracerProvider
+	queues       sync.Map              // "ns\x00type" -> *queue
+	waitReplicas int                   // WaitReplicas: WAIT after each enqueue call when > 0
+	waitTimeout  time.Duration
 }
 
 // queueOf returns the (cached) keys and enqueue batcher of a queue.
@@ -80,8 +82,10 @@ type Request struct {
 const enqueueCallLimit = 256
 
 // NewClient connects to redisURL ("redis://[user:password@]host:port[/db]", "rediss://...",
-// "unix:///path") and checks the functions library version. Errors: invalid_argument (a bad
-// URL), unavailable (Redis cannot be reached), version_mismatch ("... run 'baton init'").
+// "unix:///path", or the seed nodes of a Redis Cluster,
+// "redis+cluster://[user:password@]host:port[,host:port...]") and checks the functions library
+// version (on a cluster: on every primary). Errors: invalid_argument (a bad URL or option),
+// unavailable (Redis cannot be reached), version_mismatch ("... run 'baton init'").
 func NewClient(ctx context.Context, redisURL string, opts ...ClientOption) (*Client, error) {
 	var cfg clientConfig
 	for _, o := range opts {
@@ -91,12 +95,16 @@ func NewClient(ctx context.Context, redisURL string, opts ...ClientOption) (*Cli
 	if err != nil {
 		return nil, err
 	}
+	if err := checkWait(&cfg, rdb); err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
 	// The first connection runs the version check (OnConnect).
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	if err := pingAll(ctx, rdb); err != nil {
 		_ = rdb.Close()
 		return nil, fromRedis("connect", err)
 	}
-	c := &Client{rdb: rdb}
+	c := &Client{rdb: rdb, waitReplicas: cfg.waitReplicas, waitTimeout: cfg.waitTimeout}
 	if cfg.tracerProvider != nil {
 		c.tracer = cfg.tracerProvider.Tracer(instrumentationName)
 	}
@@ -106,8 +114,16 @@ func NewClient(ctx context.Context, redisURL string, opts ...ClientOption) (*Cli
 // Close closes the Client's connections.
 func (c *Client) Close() error { return c.rdb.Close() }
 
-// Redis returns the Client's go-redis client (for reads of state the SDK has no call for).
-func (c *Client) Redis() *redis.Client { return c.rdb }
+// Redis returns the Client's go-redis client (for reads of state the SDK has no call for); nil
+// for a redis+cluster:// URL: see RedisUniversal.
+func (c *Client) Redis() *redis.Client {
+	r, _ := c.rdb.(*redis.Client)
+	return r
+}
+
+// RedisUniversal returns the Client's go-redis client: a *redis.ClusterClient for a
+// redis+cluster:// URL, else the *redis.Client of Redis.
+func (c *Client) RedisUniversal() redis.UniversalClient { return c.rdb }
 
 // Enqueue validates one task and enqueues it. payload is a JSON object ([]byte and
 // json.RawMessage are taken as JSON text byte for byte; any other value is marshalled). Invalid
@@ -120,6 +136,9 @@ func (c *Client) Redis() *redis.Client { return c.rdb }
 // *Error). A task waiting for its call is withdrawn when ctx ends; a call carrying only this
 // task ends at ctx's deadline or cancellation, and then its outcome is unknown (unavailable):
 // retry with the same TaskID. A call shared with other callers is not cut short by this ctx.
+//
+// With WaitReplicas, a WAIT that fell short returns the result and an unavailable error ("written
+// on the primary but acknowledged by only K of N replicas within T ms"): the task may still run.
 func (c *Client) Enqueue(ctx context.Context, ns, taskType string, payload any, opts ...EnqueueOption) (*EnqueueResult, error) {
 	req := Request{Namespace: ns, Type: taskType, Payload: payload, Options: opts}
 	ctx, end := c.startProducerSpan(ctx, []Request{req})
@@ -129,12 +148,12 @@ func (c *Client) Enqueue(ctx context.Context, ns, taskType string, payload any, 
 		end(err)
 		return nil, err
 	}
-	r, err := c.queueOf(ns, taskType).submit(ctx, c.rdb, p)
+	r, err := c.queueOf(ns, taskType).submit(ctx, c, p)
 	end(err)
-	if err != nil {
+	if err != nil && r.TaskID == "" {
 		return nil, err
 	}
-	return &r, nil
+	return &r, err
 }
 
 // EnqueueMany enqueues many tasks, batched per (namespace, type) and pipelined in one round
@@ -143,7 +162,8 @@ func (c *Client) Enqueue(ctx context.Context, ns, taskType string, payload any, 
 // written. If a call fails on the way (unavailable) some tasks may have been written and no
 // results come back: set TaskID on every request if you want to retry safely (the written ones
 // then come back as Duplicate); ids the SDK generated are lost with the error. ctx is honoured
-// as by Enqueue (an ended ctx writes nothing).
+// as by Enqueue (an ended ctx writes nothing). With WaitReplicas, a WAIT that fell short
+// returns the results and an unavailable error (every task was written on its primary).
 func (c *Client) EnqueueMany(ctx context.Context, requests []Request) ([]EnqueueResult, error) {
 	return c.enqueue(ctx, "enqueue", requests)
 }
@@ -198,12 +218,15 @@ func (c *Client) enqueue(ctx context.Context, op string, requests []Request) ([]
 	type call struct {
 		cmd     *redis.Cmd
 		indexes []int
+		short   *Error // WaitReplicas: the WAIT after it fell short
 	}
 	var calls []call
 	// One call goes straight to the connection; several share one pipeline (one round trip).
+	// With WaitReplicas, each node's calls share a pipeline that ends with WAIT.
 	var target redis.Cmdable = c.rdb
 	var pipe redis.Pipeliner
-	if len(groups) > 1 || len(groups[0].indexes) > enqueueCallLimit {
+	var durable []*durableCall
+	if c.waitReplicas == 0 && (len(groups) > 1 || len(groups[0].indexes) > enqueueCallLimit) {
 		pipe = c.rdb.Pipeline()
 		target = pipe
 	}
@@ -214,7 +237,21 @@ func (c *Client) enqueue(ctx context.Context, op string, requests []Request) ([]
 			for j, i := range idx {
 				batch[j] = &tasks[i]
 			}
-			calls = append(calls, call{enqueueCall(ctx, target, g.keys, batch), idx})
+			if c.waitReplicas > 0 {
+				keys := g.keys
+				durable = append(durable, &durableCall{key: keys.stream, build: func(t redis.Cmdable) *redis.Cmd {
+					return enqueueCall(ctx, t, keys, batch)
+				}})
+				calls = append(calls, call{indexes: idx})
+				continue
+			}
+			calls = append(calls, call{cmd: enqueueCall(ctx, target, g.keys, batch), indexes: idx})
+		}
+	}
+	if durable != nil {
+		c.sendDurable(ctx, op, durable)
+		for i := range calls {
+			calls[i].cmd, calls[i].short = durable[i].cmd, durable[i].short
 		}
 	}
 	if pipe != nil {
@@ -224,10 +261,14 @@ func (c *Client) enqueue(ctx context.Context, op string, requests []Request) ([]
 		}
 	}
 	results := make([]EnqueueResult, len(requests))
+	var short *Error
 	for _, cl := range calls {
 		if err := cl.cmd.Err(); err != nil {
 			end(err)
 			return nil, fromRedis(op, err)
+		}
+		if cl.short != nil && short == nil {
+			short = cl.short
 		}
 		reply, err := enqueueReply(op, cl.cmd.Val(), len(cl.indexes))
 		if err != nil {
@@ -243,6 +284,10 @@ func (c *Client) enqueue(ctx context.Context, op string, requests []Request) ([]
 			}
 			results[i] = r
 		}
+	}
+	if short != nil {
+		end(short)
+		return results, short
 	}
 	end(nil)
 	return results, nil

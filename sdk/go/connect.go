@@ -11,11 +11,25 @@ import (
 
 // newRedis builds a go-redis client for url whose every (re)connect checks the functions library
 // version (docs/protocol.md: a client refuses to run against another version). extraPool is added
-// to the pool size the options end with (the worker holds a few connections per task type).
-func newRedis(url string, adjust []func(*redis.Options), extraPool int) (*redis.Client, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, &Error{Op: "connect", Code: CodeInvalidArgument, Field: "redis_url", Message: err.Error(), Err: err}
+// to the pool size the options end with (the worker holds a few connections per task type). A
+// redis+cluster:// URL gives a *redis.ClusterClient (every node client with these options and
+// the same check, see newClusterClient), any other a *redis.Client.
+func newRedis(url string, adjust []func(*redis.Options), extraPool int) (redis.UniversalClient, error) {
+	var cluster *clusterURL
+	var opt *redis.Options
+	if strings.HasPrefix(url, clusterScheme) {
+		u, e := parseClusterURL(url)
+		if e != nil {
+			return nil, e
+		}
+		cluster = u
+		opt = &redis.Options{Username: u.username, Password: u.password}
+	} else {
+		o, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, &Error{Op: "connect", Code: CodeInvalidArgument, Field: "redis_url", Message: err.Error(), Err: err}
+		}
+		opt = o
 	}
 	// Redis 7.0 has no maintenance notifications; asking for them only costs a refused command.
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -44,6 +58,9 @@ func newRedis(url string, adjust []func(*redis.Options), extraPool int) (*redis.
 			}
 		}
 		return checkVersion(ctx, cn)
+	}
+	if cluster != nil {
+		return newClusterClient(cluster, opt), nil
 	}
 	return redis.NewClient(opt), nil
 }

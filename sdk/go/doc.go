@@ -17,6 +17,10 @@
 //	})
 //	err = worker.Run(ctx) // until ctx ends, then a graceful shutdown
 //
+// A Redis Cluster is named by its seed nodes; WaitReplicas makes an enqueue wait for replicas:
+//
+//	client, err := baton.NewClient(ctx, "redis+cluster://10.0.0.1:7000,10.0.0.2:7000", baton.WaitReplicas(1))
+//
 // Tasks follow contract/task.schema.json: the payload is a JSON object delivered byte for byte,
 // ids are UUIDv7, created_at is Unix seconds, unknown top-level fields travel in Task.Extra. The
 // Redis calls are generated from contract/protocol.json (zz_generated.go, `go generate`).

@@ -129,6 +129,10 @@ func fromRedis(op string, err error) error {
 			}
 			return out
 		}
+		if strings.HasPrefix(reply.Error(), "MOVED ") || strings.HasPrefix(reply.Error(), "ASK ") {
+			// Not run: the slot moved (failover, resharding) faster than go-redis followed it.
+			return &Error{Op: op, Code: CodeUnavailable, Message: reply.Error(), Hint: "the cluster's slots moved: retry", Err: err}
+		}
 		for _, rule := range redisErrorRules {
 			if strings.HasPrefix(reply.Error(), rule.prefix) {
 				return &Error{Op: op, Code: rule.code, Message: reply.Error(), Hint: rule.hint, Err: err}

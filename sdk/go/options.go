@@ -115,6 +115,8 @@ type WorkerOption interface{ applyWorker(*workerConfig) }
 type clientConfig struct {
 	redisOptions   []func(*redis.Options)
 	tracerProvider trace.TracerProvider
+	waitReplicas   int           // WaitReplicas (0: no WAIT)
+	waitTimeout    time.Duration // WaitTimeout
 }
 
 type sharedOption struct {

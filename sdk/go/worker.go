@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +68,7 @@ type Worker struct {
 	stopDone chan struct{}
 	stopErr  error
 
-	rdb     *redis.Client
+	rdb     redis.UniversalClient // *redis.Client, or *redis.ClusterClient (redis+cluster://)
 	baseCtx context.Context
 	tracer  trace.Tracer
 	keeper  *leaseKeeper
@@ -82,7 +83,12 @@ func NewWorker(redisURL string, opts ...WorkerOption) (*Worker, error) {
 	for _, o := range opts {
 		o.applyWorker(&cfg)
 	}
-	if _, err := redis.ParseURL(redisURL); err != nil {
+	if strings.HasPrefix(redisURL, clusterScheme) {
+		if _, err := parseClusterURL(redisURL); err != nil {
+			err.Op = "worker"
+			return nil, err
+		}
+	} else if _, err := redis.ParseURL(redisURL); err != nil {
 		return nil, &Error{Op: "worker", Code: CodeInvalidArgument, Field: "redis_url", Message: err.Error(), Err: err}
 	}
 	switch {
@@ -224,7 +230,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	if err := pingAll(ctx, rdb); err != nil {
 		_ = rdb.Close()
 		return fromRedis("start", err)
 	}

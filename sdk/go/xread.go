@@ -12,9 +12,11 @@ import (
 // whose stream was empty at its last dequeue. XREAD (not XREADGROUP) only watches: it returns
 // when an entry newer than the given id exists or the block ends, and takes nothing. Because
 // it waits on its own goroutine and connection, the runner keeps sending acks of tasks that
-// finish meanwhile. Shutdown wakes it with CLIENT UNBLOCK.
+// finish meanwhile. Shutdown wakes it with CLIENT UNBLOCK. On a cluster the connection is one
+// of the node that holds the stream (looked up again after a connection error: a failover).
 type blockWaiter struct {
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
+	node     atomic.Pointer[redis.Client] // the client conn came from (CLIENT UNBLOCK goes there)
 	stream   string
 	block    time.Duration
 	req      chan string   // the id to wait after; closed to end the loop
@@ -25,7 +27,7 @@ type blockWaiter struct {
 	blocked  atomic.Bool
 }
 
-func newBlockWaiter(rdb *redis.Client, stream string, block time.Duration) *blockWaiter {
+func newBlockWaiter(rdb redis.UniversalClient, stream string, block time.Duration) *blockWaiter {
 	return &blockWaiter{rdb: rdb, stream: stream, block: max(block, time.Millisecond),
 		req: make(chan string), res: make(chan error, 1), done: make(chan struct{})}
 }
@@ -44,7 +46,12 @@ func (b *blockWaiter) loop() {
 func (b *blockWaiter) wait(lastID string) error {
 	ctx := context.Background()
 	if b.conn == nil {
-		b.conn = b.rdb.Conn()
+		node, err := nodeFor(ctx, b.rdb, b.stream)
+		if err != nil {
+			return err
+		}
+		b.node.Store(node)
+		b.conn = node.Conn()
 		id, err := b.conn.ClientID(ctx).Result()
 		if err != nil {
 			_ = b.conn.Close()
@@ -59,7 +66,7 @@ func (b *blockWaiter) wait(lastID string) error {
 	if err == nil || err == redis.Nil {
 		return nil
 	}
-	if isConnectionError(err) {
+	if isConnectionError(err) || didNotRun(err) { // didNotRun: MOVED and the like (a failover)
 		_ = b.conn.Close()
 		b.conn = nil
 		b.clientID.Store(0)
@@ -72,6 +79,6 @@ func (b *blockWaiter) unblock() {
 	if id := b.clientID.Load(); id != 0 && b.blocked.Load() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_ = b.rdb.ClientUnblock(ctx, id).Err()
+		_ = b.node.Load().ClientUnblock(ctx, id).Err()
 	}
 }

@@ -11,9 +11,10 @@ const char kLibrarySource[] =
 #include "function_library_source.inc"
     ;
 
-// The loaded version, "none" when the function does not exist.
-StatusOr<std::string> LoadedVersion(RedisConnection& connection) {
-  StatusOr<Reply> reply = connection.Command(fn::Version());
+// The version loaded on `node` (a RedisConnection::Nodes() name), "none" when the function
+// does not exist.
+StatusOr<std::string> LoadedVersion(RedisConnection& connection, const std::string& node) {
+  StatusOr<Reply> reply = connection.CommandOnNode(node, fn::Version());
   if (!reply.ok()) return reply.status();
   if (reply->is_error()) {
     // "ERR Function not found" (Redis 7.0 wording).
@@ -27,10 +28,16 @@ StatusOr<std::string> LoadedVersion(RedisConnection& connection) {
   return reply->AsString();
 }
 
-Status VersionMismatch(const std::string& loaded) {
-  return Status(StatusCode::kVersionMismatch,
-                "functions library version " + loaded + " loaded in Redis, this client needs " +
-                    std::string(kFunctionLibraryVersion) + ": run 'baton init'");
+// "in Redis", or "on the primary host:port" of a cluster.
+std::string Where(const std::string& node) {
+  return node.empty() ? "in Redis" : "on the primary " + node;
+}
+
+Status VersionMismatch(const std::string& loaded, const std::string& node) {
+  return Status(StatusCode::kVersionMismatch, "functions library version " + loaded + " loaded " +
+                                                  Where(node) + ", this client needs " +
+                                                  std::string(kFunctionLibraryVersion) +
+                                                  ": run 'baton init'");
 }
 
 }  // namespace
@@ -41,21 +48,30 @@ Status LoadFunctionLibrary(RedisConnection& connection, std::string* loaded_vers
   if (FunctionLibrarySource().empty()) {
     return Status::Internal("this build embedded no functions library (functions/*.lua missing)");
   }
-  StatusOr<Reply> reply =
-      connection.Command({"FUNCTION", "LOAD", "REPLACE", std::string(FunctionLibrarySource())});
-  if (!reply.ok()) return reply.status();
-  if (reply->is_error()) return Status::Internal("FUNCTION LOAD: " + reply->str);
-  StatusOr<std::string> version = LoadedVersion(connection);
-  if (!version.ok()) return version.status();
-  if (loaded_version != nullptr) *loaded_version = *version;
-  if (*version != kFunctionLibraryVersion) return VersionMismatch(*version);
+  // Every primary of a cluster runs the functions for its own slots (replicas get the library
+  // through replication).
+  for (const std::string& node : connection.Nodes()) {
+    StatusOr<Reply> reply = connection.CommandOnNode(
+        node, {"FUNCTION", "LOAD", "REPLACE", std::string(FunctionLibrarySource())});
+    if (!reply.ok()) return reply.status();
+    if (reply->is_error()) {
+      return Status::Internal("FUNCTION LOAD" + (node.empty() ? "" : " on " + node) + ": " +
+                              reply->str);
+    }
+    StatusOr<std::string> version = LoadedVersion(connection, node);
+    if (!version.ok()) return version.status();
+    if (loaded_version != nullptr) *loaded_version = *version;
+    if (*version != kFunctionLibraryVersion) return VersionMismatch(*version, node);
+  }
   return Status::Ok();
 }
 
 Status CheckFunctionLibrary(RedisConnection& connection) {
-  StatusOr<std::string> version = LoadedVersion(connection);
-  if (!version.ok()) return version.status();
-  if (*version != kFunctionLibraryVersion) return VersionMismatch(*version);
+  for (const std::string& node : connection.Nodes()) {
+    StatusOr<std::string> version = LoadedVersion(connection, node);
+    if (!version.ok()) return version.status();
+    if (*version != kFunctionLibraryVersion) return VersionMismatch(*version, node);
+  }
   return Status::Ok();
 }
 

@@ -17,15 +17,19 @@ inline constexpr std::string_view kFunctionLibraryVersion = protocol::kVersion;
 // Empty if the build found no functions/*.lua.
 std::string_view FunctionLibrarySource();
 
-// Loads (or replaces) the library with FUNCTION LOAD REPLACE, then reads its version back with
+// Loads (or replaces) the library with FUNCTION LOAD REPLACE (on every primary of a cluster),
+// then reads its version back with
 // baton_version. OK only when the loaded version is kFunctionLibraryVersion; stores it in
 // *loaded_version when given. Errors: kInternal when Redis refuses the source (the message carries
 // Redis' compile error), kVersionMismatch, kUnavailable.
 Status LoadFunctionLibrary(RedisConnection& connection, std::string* loaded_version = nullptr);
 
-// FCALL_RO baton_v2_version 0. OK when the loaded library is kFunctionLibraryVersion. Otherwise
-// kVersionMismatch: "functions library version X loaded in Redis, this client needs 2: run
-// 'baton init'" (X is "none" when the library or the function is missing); kUnavailable when
+// FCALL_RO baton_v2_version 0 (on every primary of a cluster, so a primary that joined or a
+// replica promoted without the library is found). OK when the loaded library is
+// kFunctionLibraryVersion. Otherwise
+// kVersionMismatch: "functions library version X loaded in Redis (on the primary host:port),
+// this client needs 2: run 'baton init'" (X is "none" when the library or the function is
+// missing); kUnavailable when
 // Redis cannot be reached.
 Status CheckFunctionLibrary(RedisConnection& connection);
 

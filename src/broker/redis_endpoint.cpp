@@ -1,18 +1,20 @@
 // Parsing of Redis URLs:
 //   redis://[[user]:password@]host[:port][/db]     host may be a bracketed IPv6 address
 //   unix:///path/to/redis.sock[?db=N&password=P&user=U]
+//   redis+cluster://[[user]:password@]host[:port][,host[:port]...]   seed nodes of a cluster
 // User and password may be percent-encoded. Errors never echo the password.
+#include "broker/redis_endpoint.h"
+
 #include <charconv>
 #include <string>
 #include <string_view>
-
-#include "broker/redis_connection.h"
 
 namespace baton::internal {
 namespace {
 
 constexpr std::string_view kRedisScheme = "redis://";
 constexpr std::string_view kUnixScheme = "unix://";
+constexpr std::string_view kClusterScheme = "redis+cluster://";
 
 Status UrlError(std::string_view rule) { return Status::InvalidArgument("redis_url", rule); }
 
@@ -93,17 +95,8 @@ Status ParseUnix(std::string_view rest, RedisEndpoint* endpoint) {
   return Status::Ok();
 }
 
-Status ParseTcp(std::string_view rest, RedisEndpoint* endpoint) {
-  // Authority ends at the first '/'. userinfo ends at the last '@' (a password may contain '@'
-  // only percent-encoded, but be lenient).
-  const std::size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  const std::string_view path =
-      slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-  if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
-    if (Status s = ParseUserInfo(authority.substr(0, at), endpoint); !s.ok()) return s;
-    authority.remove_prefix(at + 1);
-  }
+// "host[:port]" or "[v6]:port"; the port stays as it is when absent.
+Status ParseHostPort(std::string_view authority, std::string* host_out, int* port_out) {
   std::string_view host;
   std::string_view port;
   if (!authority.empty() && authority.front() == '[') {
@@ -121,17 +114,73 @@ Status ParseTcp(std::string_view rest, RedisEndpoint* endpoint) {
     if (colon != std::string_view::npos) port = authority.substr(colon + 1);
   }
   if (host.empty()) return UrlError("missing host (redis://host[:port][/db])");
-  endpoint->host = std::string(host);
-  if (!port.empty() && !ParseInt(port, 1, 65535, &endpoint->port)) {
+  *host_out = std::string(host);
+  if (!port.empty() && !ParseInt(port, 1, 65535, port_out)) {
     return UrlError("port must be 1..65535 (got '" + std::string(port) + "')");
   }
+  return Status::Ok();
+}
+
+// Splits "[userinfo@]authority" and parses the userinfo. userinfo ends at the last '@' (a
+// password may contain '@' only percent-encoded, but be lenient).
+StatusOr<std::string_view> TakeUserInfo(std::string_view authority, RedisEndpoint* endpoint) {
+  if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    if (Status s = ParseUserInfo(authority.substr(0, at), endpoint); !s.ok()) return s;
+    authority.remove_prefix(at + 1);
+  }
+  return authority;
+}
+
+Status ParseTcp(std::string_view rest, RedisEndpoint* endpoint) {
+  // Authority ends at the first '/'.
+  const std::size_t slash = rest.find('/');
+  const std::string_view path =
+      slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  StatusOr<std::string_view> authority = TakeUserInfo(rest.substr(0, slash), endpoint);
+  if (!authority.ok()) return authority.status();
+  if (Status s = ParseHostPort(*authority, &endpoint->host, &endpoint->port); !s.ok()) return s;
   if (!path.empty() && !ParseInt(path, 0, 1 << 20, &endpoint->db)) {
     return UrlError("db must be a non-negative integer (got '" + std::string(path) + "')");
   }
   return Status::Ok();
 }
 
+// "[user:password@]host:port[,host:port...]": the seed nodes of a Redis Cluster.
+Status ParseCluster(std::string_view rest, RedisEndpoint* endpoint) {
+  if (rest.find('/') != std::string_view::npos) {
+    return UrlError("redis+cluster:// takes no /db (a cluster has only db 0)");
+  }
+  StatusOr<std::string_view> authority = TakeUserInfo(rest, endpoint);
+  if (!authority.ok()) return authority.status();
+  std::string_view seeds = *authority;
+  while (true) {
+    const std::size_t comma = seeds.find(',');
+    RedisSeed seed;
+    if (Status s = ParseHostPort(seeds.substr(0, comma), &seed.host, &seed.port); !s.ok()) {
+      return UrlError("seed " + std::to_string(endpoint->cluster_seeds.size() + 1) + ": " +
+                      std::string(s.message().substr(s.message().find(": ") + 2)) +
+                      " (redis+cluster://host:port[,host:port...])");
+    }
+    endpoint->cluster_seeds.push_back(std::move(seed));
+    if (comma == std::string_view::npos) break;
+    seeds.remove_prefix(comma + 1);
+  }
+  endpoint->host = endpoint->cluster_seeds.front().host;
+  endpoint->port = endpoint->cluster_seeds.front().port;
+  return Status::Ok();
+}
+
 }  // namespace
+
+RedisEndpoint RedisEndpoint::Node(const std::string& node_host, int node_port) const {
+  RedisEndpoint node;
+  node.host = node_host;
+  node.port = node_port;
+  node.username = username;
+  node.password = password;
+  node.timeout = timeout;
+  return node;
+}
 
 StatusOr<RedisEndpoint> RedisEndpoint::FromOptions(const RedisOptions& options) {
   StatusOr<RedisEndpoint> endpoint = Parse(options.url);
@@ -144,12 +193,14 @@ StatusOr<RedisEndpoint> RedisEndpoint::Parse(std::string_view url) {
   Status status;
   if (url.substr(0, kRedisScheme.size()) == kRedisScheme) {
     status = ParseTcp(url.substr(kRedisScheme.size()), &endpoint);
+  } else if (url.substr(0, kClusterScheme.size()) == kClusterScheme) {
+    status = ParseCluster(url.substr(kClusterScheme.size()), &endpoint);
   } else if (url.substr(0, kUnixScheme.size()) == kUnixScheme) {
     status = ParseUnix(url.substr(kUnixScheme.size()), &endpoint);
   } else {
     status = UrlError(
-        "must start with redis:// or unix:// (redis://[user:password@]host[:port][/db]); TLS "
-        "(rediss://) is not supported");
+        "must start with redis://, unix:// or redis+cluster:// "
+        "(redis://[user:password@]host[:port][/db]); TLS (rediss://) is not supported");
   }
   if (!status.ok()) return status;
   return endpoint;

@@ -60,6 +60,44 @@ TEST(RedisEndpoint, ErrorsNameTheUrlAndNeverThePassword) {
   }
 }
 
+TEST(RedisEndpoint, ClusterSeeds) {
+  auto e = RedisEndpoint::Parse("redis+cluster://app:s%40c@10.0.0.1:7000,10.0.0.2,[::1]:7002");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_TRUE(e->cluster());
+  ASSERT_EQ(e->cluster_seeds.size(), 3u);
+  EXPECT_EQ(e->cluster_seeds[0], (RedisSeed{"10.0.0.1", 7000}));
+  EXPECT_EQ(e->cluster_seeds[1], (RedisSeed{"10.0.0.2", 6379}));
+  EXPECT_EQ(e->cluster_seeds[2], (RedisSeed{"::1", 7002}));
+  EXPECT_EQ(e->host, "10.0.0.1");
+  EXPECT_EQ(e->port, 7000);
+  EXPECT_EQ(e->username, "app");
+  EXPECT_EQ(e->password, "s@c");
+  const RedisEndpoint node = e->Node("10.0.0.5", 7005);
+  EXPECT_FALSE(node.cluster());
+  EXPECT_EQ(node.password, "s@c");
+  EXPECT_EQ(node.port, 7005);
+  EXPECT_FALSE(RedisEndpoint::Parse("redis://h:1").value().cluster());
+}
+
+TEST(RedisEndpoint, BadClusterUrlsNameTheRule) {
+  auto error = [](const std::string& url) {
+    auto e = RedisEndpoint::Parse(url);
+    EXPECT_FALSE(e.ok()) << url;
+    return e.ok() ? std::string() : e.status().message();
+  };
+  EXPECT_EQ(error("redis+cluster://h:1,h:2/0"),
+            "redis_url: redis+cluster:// takes no /db (a cluster has only db 0)");
+  EXPECT_EQ(error("redis+cluster://h:1,,h:2"),
+            "redis_url: seed 2: missing host (redis://host[:port][/db]) "
+            "(redis+cluster://host:port[,host:port...])");
+  EXPECT_NE(error("redis+cluster://h:1,h:99999").find("seed 2: port must be 1..65535"),
+            std::string::npos);
+  EXPECT_NE(error("redis+cluster://").find("seed 1: missing host"), std::string::npos);
+  EXPECT_NE(error("rediss+cluster://h:1").find("must start with"), std::string::npos);
+  // The password never appears in an error.
+  EXPECT_EQ(error("redis+cluster://u:hunter2@h:1,h:x").find("hunter2"), std::string::npos);
+}
+
 TEST(RedisReply, Accessors) {
   Reply s{Reply::Type::kString, "42", 0, {}};
   EXPECT_EQ(s.AsString(), "42");

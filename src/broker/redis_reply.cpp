@@ -1,9 +1,9 @@
 // Reply accessors and the mapping of error replies to Status codes (contract/errors.json).
+#include "broker/redis_reply.h"
+
 #include <charconv>
 #include <string>
 #include <string_view>
-
-#include "broker/redis_connection.h"
 
 namespace baton::internal {
 namespace {

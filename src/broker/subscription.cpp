@@ -49,6 +49,19 @@ std::string_view Text(const redisReply* r) { return std::string_view(r->str, r->
 
 StatusOr<std::unique_ptr<Subscription>> Subscription::Open(
     const RedisEndpoint& endpoint, const std::vector<std::string>& channels) {
+  if (!endpoint.cluster()) return OpenOne(endpoint, channels);
+  // A cluster delivers every PUBLISH to every node: any seed that answers will do.
+  Status last;
+  for (const RedisSeed& seed : endpoint.cluster_seeds) {
+    auto opened = OpenOne(endpoint.Node(seed.host, seed.port), channels);
+    if (opened.ok()) return opened;
+    last = opened.status();
+  }
+  return last;
+}
+
+StatusOr<std::unique_ptr<Subscription>> Subscription::OpenOne(
+    const RedisEndpoint& endpoint, const std::vector<std::string>& channels) {
   const auto ms = endpoint.timeout.count();
   timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
   ContextPtr ctx(endpoint.unix_socket.empty()

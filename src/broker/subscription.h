@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "baton/status.h"
-#include "broker/redis_connection.h"
+#include "broker/redis_endpoint.h"
 
 struct redisContext;
 
@@ -24,7 +24,8 @@ class Subscription {
  public:
   // Connects (AUTH when the endpoint has a password; TCP keepalive, since a subscriber only reads
   // and must notice a peer that vanished), SUBSCRIBEs to `channels` and waits for every
-  // confirmation, so a message published after Open() returned is received. Errors: kUnavailable
+  // confirmation, so a message published after Open() returned is received. On a cluster, the
+  // first seed that answers (a cluster sends every message to every node). Errors: kUnavailable
   // ("subscribe: connect: ...", "subscribe: AUTH: ...", "subscribe: SUBSCRIBE: ...").
   static StatusOr<std::unique_ptr<Subscription>> Open(const RedisEndpoint& endpoint,
                                                       const std::vector<std::string>& channels);
@@ -43,6 +44,8 @@ class Subscription {
 
  private:
   explicit Subscription(redisContext* ctx) : ctx_(ctx) {}
+  static StatusOr<std::unique_ptr<Subscription>> OpenOne(const RedisEndpoint& endpoint,
+                                                         const std::vector<std::string>& channels);
   // Moves the complete replies already read into `out`. False on a protocol error.
   bool TakeBuffered(std::vector<PubSubMessage>* out);
 

@@ -113,8 +113,13 @@ StatusOr<std::vector<EnqueueResult>> Client::Impl::Submit(const std::vector<Enqu
   if (send_sadd) connection->Append(sadd);
 
   const std::vector<internal::EnqueueCall> calls = internal::PlanEnqueueCalls(items);
+  // WAIT right after each call: on a cluster it follows that call to its primary.
+  const bool wait = options.wait_replicas > 0;
+  const std::vector<std::string> wait_command = {"WAIT", std::to_string(options.wait_replicas),
+                                                 std::to_string(options.wait_timeout.count())};
   for (const internal::EnqueueCall& call : calls) {
     connection->Append(internal::BuildEnqueueCommand(call, items));
+    if (wait) connection->Append(wait_command);
   }
   StatusOr<std::vector<Reply>> replies = connection->Flush();
   if (!replies.ok()) return replies.status();
@@ -130,6 +135,17 @@ StatusOr<std::vector<EnqueueResult>> Client::Impl::Submit(const std::vector<Enqu
   for (const internal::EnqueueCall& call : calls) {
     Status s = internal::ReadEnqueueReply((*replies)[next++], call, items, &results);
     if (!s.ok() && first_error.ok()) first_error = s;
+    if (!wait) continue;
+    const Reply& acked = (*replies)[next++];
+    if (s.ok() && first_error.ok() && (acked.is_error() || acked.integer < options.wait_replicas)) {
+      first_error = Status::Unavailable(
+          "enqueue of " + std::to_string(call.items.size()) + " " + call.ns + "/" + call.task_type +
+          " task(s): written on the primary but acknowledged by only " +
+          (acked.is_error() ? "0 (" + acked.str + ")" : std::to_string(acked.integer)) + " of " +
+          std::to_string(options.wait_replicas) + " replicas within " +
+          std::to_string(options.wait_timeout.count()) +
+          " ms; it may still run, but is not known to survive a failover");
+    }
   }
   if (!first_error.ok()) return first_error;
   return results;
@@ -139,6 +155,13 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
 StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
+  if (options.wait_replicas < 0) {
+    return Status::InvalidArgument("wait_replicas", "must be 0 (no WAIT) or more");
+  }
+  if (options.wait_replicas > 0 && options.wait_timeout.count() <= 0) {
+    // WAIT with timeout 0 blocks forever.
+    return Status::InvalidArgument("wait_timeout", "must be at least 1 ms when wait_replicas > 0");
+  }
   auto connection = internal::OpenRedis(options.redis);
   if (!connection.ok()) return connection.status().WithContext("connect");
   if (Status s = internal::CheckFunctionLibrary(**connection); !s.ok()) {

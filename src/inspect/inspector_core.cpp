@@ -5,6 +5,7 @@
 #include <set>
 
 #include "broker/function_library.h"
+#include "broker/key_scan.h"
 #include "broker/keys.h"
 #include "broker/redis_open.h"
 #include "core/task_rules.h"
@@ -33,6 +34,12 @@ StatusOr<Reply> InspectorCore::Call(const Command& argv) {
   if (!reply.ok()) return reply.status();
   if (reply->is_error()) return StatusFromErrorReply(*reply);
   return reply;
+}
+
+StatusOr<std::vector<std::string>> InspectorCore::ScanKeys(std::string_view pattern,
+                                                           std::string_view type) {
+  if (Status s = EnsureConnected(); !s.ok()) return s;
+  return internal::ScanKeys(*conn_, pattern, type);
 }
 
 StatusOr<std::vector<Reply>> InspectorCore::Pipeline(const std::vector<Command>& commands) {
@@ -66,25 +73,16 @@ StatusOr<std::vector<std::string>> KnownNamespaces(InspectorCore& core) {
   auto members = core.Call({"SMEMBERS", std::string(Keys::kNamespaces)});
   if (!members.ok()) return members.status();
   for (const Reply& m : members->elements) found.insert(m.AsString());
-  std::string cursor = "0";
-  do {
-    auto page =
-        core.Call({"SCAN", cursor, "MATCH", "baton:v2:{*}:types", "COUNT", "1000", "TYPE", "set"});
-    if (!page.ok()) return page.status();
-    if (!page->is_array() || page->elements.size() != 2) {
-      return Status::Internal("SCAN: expected a cursor and a list of keys");
-    }
-    cursor = page->elements[0].AsString();
-    for (const Reply& key : page->elements[1].elements) {
-      std::string_view k = key.str;
-      if (k.size() <= kTypesPrefix.size() + kTypesSuffix.size()) continue;
-      if (k.substr(0, kTypesPrefix.size()) != kTypesPrefix) continue;
-      if (k.substr(k.size() - kTypesSuffix.size()) != kTypesSuffix) continue;
-      std::string_view ns =
-          k.substr(kTypesPrefix.size(), k.size() - kTypesPrefix.size() - kTypesSuffix.size());
-      if (CheckNamespaceArg(ns).ok()) found.insert(std::string(ns));
-    }
-  } while (cursor != "0");
+  auto keys = core.ScanKeys("baton:v2:{*}:types", "set");
+  if (!keys.ok()) return keys.status();
+  for (std::string_view k : *keys) {
+    if (k.size() <= kTypesPrefix.size() + kTypesSuffix.size()) continue;
+    if (k.substr(0, kTypesPrefix.size()) != kTypesPrefix) continue;
+    if (k.substr(k.size() - kTypesSuffix.size()) != kTypesSuffix) continue;
+    std::string_view ns =
+        k.substr(kTypesPrefix.size(), k.size() - kTypesPrefix.size() - kTypesSuffix.size());
+    if (CheckNamespaceArg(ns).ok()) found.insert(std::string(ns));
+  }
   return std::vector<std::string>(found.begin(), found.end());
 }
 

@@ -31,6 +31,9 @@ class InspectorCore {
   // Many commands in one round trip; error replies stay in the result.
   StatusOr<std::vector<Reply>> Pipeline(const std::vector<Command>& commands);
 
+  // Every key matching `pattern` of type `type`, on every server (broker/key_scan.h).
+  StatusOr<std::vector<std::string>> ScanKeys(std::string_view pattern, std::string_view type);
+
   // The Redis server's clock, Unix ms.
   StatusOr<std::int64_t> ServerTimeMs();
 

@@ -101,7 +101,7 @@ Status CronTicker::EnsureConnected() {
 }
 
 StatusOr<std::chrono::system_clock::time_point> CronTicker::ServerNow() {
-  StatusOr<Reply> reply = conn_->Command({"TIME"});
+  StatusOr<Reply> reply = conn_->CommandAt(kCronStateKey, {"TIME"});
   if (!reply.ok()) return reply.status();
   if (!reply->is_array() || reply->elements.size() != 2) {
     return Status::Internal("cron: TIME: unexpected reply");

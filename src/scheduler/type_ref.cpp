@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "baton/task.h"
+#include "broker/key_scan.h"
 #include "broker/keys.h"
 
 namespace baton::internal {
@@ -49,24 +50,13 @@ std::optional<std::string> NamespaceOfTypesKey(std::string_view key) {
 }
 
 StatusOr<std::vector<std::string>> ScanNamespaces(RedisConnection& conn, int count) {
+  // '{' and '}' are plain characters in a MATCH pattern.
+  StatusOr<std::vector<std::string>> keys = ScanKeys(conn, "baton:v2:{*}:types", "set", count);
+  if (!keys.ok()) return keys.status();
   std::vector<std::string> out;
-  std::string cursor = "0";
-  do {
-    // '{' and '}' are plain characters in a MATCH pattern.
-    StatusOr<Reply> reply = conn.Command({"SCAN", cursor, "MATCH", "baton:v2:{*}:types", "COUNT",
-                                          std::to_string(count), "TYPE", "set"});
-    if (!reply.ok()) return reply.status();
-    if (reply->is_error()) return StatusFromErrorReply(*reply).WithContext("SCAN");
-    if (!reply->is_array() || reply->elements.size() != 2) {
-      return Status::Internal("SCAN: unexpected reply shape");
-    }
-    cursor = reply->elements[0].AsString();
-    for (const Reply& key : reply->elements[1].elements) {
-      if (std::optional<std::string> ns = NamespaceOfTypesKey(key.AsString())) {
-        out.push_back(std::move(*ns));
-      }
-    }
-  } while (cursor != "0");
+  for (const std::string& key : *keys) {
+    if (std::optional<std::string> ns = NamespaceOfTypesKey(key)) out.push_back(std::move(*ns));
+  }
   SortUnique(&out);
   return out;
 }

@@ -57,7 +57,7 @@ Status TypeRunner::Start() {
   StatusOr<std::unique_ptr<RedisConnection>> conn = RedisConnection::Open(settings_.endpoint);
   if (!conn.ok()) return conn.status();
   conn_ = std::move(*conn);
-  StatusOr<Reply> id = conn_->Command({"CLIENT", "ID"});
+  StatusOr<Reply> id = conn_->CommandAt(stream_key_, {"CLIENT", "ID"});
   if (id.ok() && !id->is_error()) client_id_ = id->AsInteger();
   std::shared_ptr<TypeRunner> self = shared_from_this();
   for (int i = 0; i < settings_.concurrency; ++i) {
@@ -288,7 +288,7 @@ bool TypeRunner::EnsureConnected() {
     redis_outage_.Failed(Scoped(), st, backoff_.Peek());
     return false;
   }
-  StatusOr<Reply> id = conn_->Command({"CLIENT", "ID"});
+  StatusOr<Reply> id = conn_->CommandAt(stream_key_, {"CLIENT", "ID"});
   if (id.ok() && !id->is_error()) client_id_ = id->AsInteger();
   return !conn_->broken();
 }

@@ -84,7 +84,8 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
   //    exits. Handlers still running are left to the lease.
   void Abandon();
   // 4. True once the fetcher thread has exited; while it sits in XREAD BLOCK, the caller unblocks
-  //    it with CLIENT UNBLOCK <fetcher_client_id()>.
+  //    it with CLIENT UNBLOCK <fetcher_client_id()>, sent to the server of stream_key() (on a
+  //    cluster, the primary that serves it).
   bool FetcherExited() const { return fetcher_exited_.load(); }
   bool FetcherBlocked() const { return in_xread_.load(); }
   long long fetcher_client_id() const { return client_id_.load(); }

@@ -245,7 +245,8 @@ void Worker::Impl::Shutdown(std::chrono::milliseconds grace) {
     if (!control.ok()) return;
     for (auto& r : runners) {
       if (!r->FetcherExited() && r->FetcherBlocked() && r->Drained()) {
-        (void)(*control)->Command({"CLIENT", "UNBLOCK", std::to_string(r->fetcher_client_id())});
+        (void)(*control)->CommandAt(r->stream_key(),
+                                    {"CLIENT", "UNBLOCK", std::to_string(r->fetcher_client_id())});
       }
     }
   };

@@ -26,6 +26,7 @@ import time
 import typing
 
 import redis
+import redis.cluster
 
 import baton_generated as gen
 
@@ -175,6 +176,12 @@ def _version_on_connect(connection):
     """redis_connect_func of every connection: the usual handshake, then the version check. An
     error here makes redis-py drop the connection and raise it to the caller."""
     connection.on_connect()
+    _check_version_after_handshake(connection)
+
+
+def _check_version_after_handshake(connection):
+    """The version check of a connection whose handshake is done (redis-py's RedisCluster runs
+    its own handshake, then this)."""
     connection.send_command("FCALL_RO", VERSION_FUNCTION, "0")
     try:
         reply = connection.read_response()
@@ -183,9 +190,27 @@ def _version_on_connect(connection):
     _check_version(reply)
 
 
+def is_cluster(r):
+    return isinstance(r, redis.cluster.RedisCluster)
+
+
 def check_version_on_connect(r):
     """Makes every (re)connect of r's connection pool check the library version, and checks it
-    now (connections already open are checked by this call: the version is the server's)."""
+    now (connections already open are checked by this call: the version is the server's). On a
+    redis.cluster.RedisCluster: every new connection to any node checks, and the check now runs
+    on every primary (the library must be loaded on each)."""
+    if is_cluster(r):
+        r.user_on_connect_func = _check_version_after_handshake
+        try:
+            replies = r.execute_command("FCALL_RO", VERSION_FUNCTION, 0,
+                                        target_nodes=redis.cluster.RedisCluster.PRIMARIES)
+        except redis.exceptions.ResponseError as e:
+            raise _not_loaded(e) from None
+        if not isinstance(replies, dict):
+            replies = {"": replies}
+        for reply in replies.values():
+            _check_version(reply)
+        return _check_version(next(iter(replies.values())))
     pool = r.connection_pool
     pool.connection_kwargs["redis_connect_func"] = _version_on_connect
     # Connections the pool already made were built without the hook: give it to them, so that
@@ -356,6 +381,13 @@ class Baton:
         if check_version:
             check_version_on_connect(r)
 
+    def node(self):
+        """A redis.Redis on the node that serves this namespace: r itself, or on a cluster the
+        primary of the namespace's slot (for what must run on one node, such as MULTI)."""
+        if not is_cluster(self.r):
+            return self.r
+        return self.r.get_redis_connection(self.r.get_node_from_key(self.keys.tasks()))
+
     def _call(self, name, task_type=None, fixed=None, items=(), extra_keys=()):
         keys, args = call_args(self.keys, name, task_type, fixed, items, extra_keys)
         try:
@@ -386,6 +418,26 @@ class Baton:
         # A flat array: status, detail for each task in order.
         return [(_s(status), detail if isinstance(detail, int) else _s(detail))
                 for status, detail in zip(reply[0::2], reply[1::2])]
+
+    def enqueue_wait(self, task_type, specs, replicas, timeout_ms):
+        """enqueue, then WAIT replicas timeout_ms on the same connection (one pipeline on the
+        namespace's node), as a producer with "wait for N replicas" does. Returns (results of
+        enqueue, replicas that acknowledged). The caller decides what fewer than replicas
+        means (the decided contract: unavailable, written on the primary, not known durable)."""
+        unique = [self.keys.unique(s.unique_key) for s in specs if s.unique_key]
+        keys, args = call_args(self.keys, "baton_v2_enqueue", task_type, {"n": len(specs)},
+                               [s.values() for s in specs], unique)
+        pipe = self.node().pipeline(transaction=False)
+        pipe.execute_command("FCALL", "baton_v2_enqueue", len(keys), *keys, *args)
+        pipe.execute_command("WAIT", replicas, timeout_ms)
+        reply, acked = pipe.execute(raise_on_error=False)
+        if isinstance(reply, redis.exceptions.ResponseError):
+            raise _translate(reply)
+        results = [(_s(status), detail if isinstance(detail, int) else _s(detail))
+                   for status, detail in zip(reply[0::2], reply[1::2])]
+        if isinstance(acked, Exception):
+            raise acked
+        return results, acked
 
     def dequeue(self, task_type, group, consumer, count, lease_ms=0):
         """Returns a Delivery (entries, last_id, lease_deadline_ms). lease_ms 0: the namespace's
@@ -543,7 +595,7 @@ class Baton:
         (HGET leases:TYPE consumer when an integer in LEASE_MS_RANGE, else the namespace's
         lease_ms). TIME and XPENDING run in one MULTI; the idle time is read a moment after the
         clock, so the end can come out a little early (a millisecond as a rule), never late."""
-        pipe = self.r.pipeline(transaction=True)
+        pipe = self.node().pipeline(transaction=True)
         pipe.time()
         pipe.xpending_range(self.keys.stream(task_type), group, sid, sid, 1)
         (sec, usec), pending = pipe.execute(raise_on_error=False)

@@ -752,7 +752,7 @@ class World:
         virtual age (ghosts excepted: see the module docstring), every scheduled member's score
         now + its remaining virtual time."""
         now = self.now_ms()
-        pipe = self.r.pipeline(transaction=True)
+        pipe = self.b.node().pipeline(transaction=True)  # the namespace's node on a cluster
         for ttype, stream in model.streams.items():
             key = self.k.stream(ttype)
             for gname, g in stream.groups.items():
@@ -888,7 +888,7 @@ class World:
         expect(ended == want_ended, diff("ended", ended, want_ended))
 
         unique = {}
-        for key in r.keys(k.unique("*")):
+        for key in self.b.node().keys(k.unique("*")):  # the namespace's node on a cluster
             unique[s(key)[len(k.unique("")):]] = s(r.get(key))
         expect(unique == model.unique, diff("unique keys", unique, model.unique))
         types = {s(m) for m in r.smembers(k.types())}

@@ -1,5 +1,10 @@
 """Shared base of the protocol tests: one real redis-server per test class, FLUSHALL and a fresh
-FUNCTION LOAD REPLACE before every test."""
+FUNCTION LOAD REPLACE before every test.
+
+With BATON_PROTOCOL_CLUSTER=1 every test runs on one Redis Cluster shared by the process (3
+primaries, 3 replicas): FLUSHALL, FUNCTION FLUSH and FUNCTION LOAD REPLACE on every primary before
+each test, self.r is a redis.cluster.RedisCluster (FCALL goes to the node of its keys), and the
+dataset helpers (digest, snapshot, all_keys) cover every primary."""
 
 import socket
 import time
@@ -27,8 +32,13 @@ def resp_command(*args):
 class ProtocolTestCase(unittest.TestCase):
     server = None
 
+    cluster = redis_harness.CLUSTER_MODE
+
     @classmethod
     def setUpClass(cls):
+        if cls.cluster:
+            cls.server = redis_harness.ClusterServer(NS)
+            return
         # DEBUG DIGEST proves that a call wrote nothing at all.
         cls.server = redis_harness.RedisServer(["--enable-debug-command", "yes"]).start()
 
@@ -37,10 +47,18 @@ class ProtocolTestCase(unittest.TestCase):
         cls.server.stop()
 
     def setUp(self):
-        self.r = self.server.client()
-        self.r.flushall()
-        self.r.execute_command("FUNCTION", "FLUSH")
-        bp.load_library(self.r)
+        if self.cluster:
+            for node in self.server.node_clients():
+                with node:
+                    node.flushall()
+                    node.execute_command("FUNCTION", "FLUSH")
+                    bp.load_library(node)
+            self.r = self.server.client()
+        else:
+            self.r = self.server.client()
+            self.r.flushall()
+            self.r.execute_command("FUNCTION", "FLUSH")
+            bp.load_library(self.r)
         self.b = bp.Baton(self.r, NS)
         self.k = self.b.keys
 
@@ -54,16 +72,62 @@ class ProtocolTestCase(unittest.TestCase):
         return sec * 1000 + usec // 1000
 
     def digest(self):
+        """DEBUG DIGEST of the dataset (on a cluster: of each primary, in port order)."""
+        if self.cluster:
+            out = []
+            for node in self.server.node_clients():
+                with node:
+                    out.append(node.execute_command("DEBUG", "DIGEST"))
+            return tuple(out)
         return self.r.execute_command("DEBUG", "DIGEST")
+
+    def all_keys(self, pattern="*"):
+        """KEYS pattern over the whole dataset (on a cluster: over every primary)."""
+        if self.cluster:
+            out = []
+            for node in self.server.node_clients():
+                with node:
+                    out += node.keys(pattern)
+            return out
+        return self.r.keys(pattern)
+
+    def each_primary(self):
+        """A plain redis.Redis per primary (on a single server: the server's, once). Close them."""
+        if self.cluster:
+            return self.server.node_clients()
+        return [self.server.client()]
+
+    def spans_slots(self, keys):
+        """True on a cluster when keys do not all hash to one slot (the server refuses such a call
+        with CROSSSLOT before any function runs)."""
+        return self.cluster and len({self.server.cluster.keyslot(k) for k in keys}) > 1
+
+    def assert_cross_slot(self, command, name, keys, args):
+        """On a cluster: the FCALL of keys that span slots, sent to the primary of KEYS[1], is
+        refused by the server with CROSSSLOT (redis-py's cluster client would refuse it before
+        sending it)."""
+        with self.server.cluster.node_client(
+                self.server.cluster.primary_for_key(keys[0])) as node:
+            return self.assert_error("CROSSSLOT", node.execute_command, command, name,
+                                     len(keys), *keys, *args)
 
     def snapshot(self):
         """The whole dataset: DEBUG DIGEST and the sorted key names."""
-        return self.digest(), sorted(self.r.keys("*"))
+        return self.digest(), sorted(self.all_keys())
+
+    def raw_port(self, args):
+        """The port a raw command goes to: the server, or on a cluster the primary of the first
+        key of an FCALL / FCALL_RO (the namespace's node when there is none)."""
+        if not self.cluster:
+            return self.server.port
+        if len(args) > 3 and str(args[0]).upper() in ("FCALL", "FCALL_RO") and int(args[2]) > 0:
+            return self.server.cluster.primary_for_key(args[3]).port
+        return self.server.port
 
     def raw_reply(self, *args):
         """The first line of the raw RESP reply to one command (redis-py would strip an 'ERR '
         prefix from an error reply; this shows the bytes the server sent)."""
-        with socket.create_connection(("127.0.0.1", self.server.port), timeout=5) as sock:
+        with socket.create_connection(("127.0.0.1", self.raw_port(args)), timeout=5) as sock:
             sock.sendall(resp_command(*args))
             data = b""
             while b"\r\n" not in data:

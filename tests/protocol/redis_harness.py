@@ -87,3 +87,74 @@ class RedisServer:
     def __exit__(self, *exc):
         self.stop()
         return False
+
+
+# Cluster mode (BATON_PROTOCOL_CLUSTER=1): the protocol suite runs on one shared Redis Cluster
+# (3 primaries, 3 replicas; tests/harness/redis_cluster.py), started on first use and stopped when
+# the process exits.
+
+CLUSTER_MODE = os.environ.get("BATON_PROTOCOL_CLUSTER", "") not in ("", "0")
+_HARNESS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness")
+_shared_cluster = None
+
+
+def redis_cluster_module():
+    """tests/harness/redis_cluster.py, imported."""
+    import sys
+    if _HARNESS_DIR not in sys.path:
+        sys.path.insert(0, _HARNESS_DIR)
+    import redis_cluster
+    return redis_cluster
+
+
+def shared_cluster():
+    """The process's cluster (DEBUG enabled), started on first use; the harness's atexit stops
+    it."""
+    global _shared_cluster
+    if _shared_cluster is None:
+        rc = redis_cluster_module()
+        _shared_cluster = rc.RedisCluster(extra_args=["--enable-debug-command", "yes"]).start()
+    return _shared_cluster
+
+
+class ClusterServer:
+    """What the tests use of a RedisServer, over the shared cluster: client() is a
+    redis.cluster.RedisCluster, port the primary that serves the namespace `home_ns` (a plain
+    redis.Redis there sees that namespace's keys), process that node's process; stop() leaves the
+    shared cluster running."""
+
+    def __init__(self, home_ns):
+        self.cluster = shared_cluster()
+        self.home_ns = home_ns
+
+    def home_node(self):
+        return self.cluster.primary_for_key("{" + self.home_ns + "}")
+
+    @property
+    def port(self):
+        return self.home_node().port
+
+    @property
+    def process(self):
+        return self.home_node().process
+
+    def client(self, **kwargs):
+        return self.cluster.client(**kwargs)
+
+    def node_clients(self, **kwargs):
+        """A plain redis.Redis per primary."""
+        return [self.cluster.node_client(n, **kwargs) for n in self.cluster.primaries()]
+
+    def start(self):
+        return self
+
+    def stop(self):
+        pass
+
+
+def protocol_server(extra_args=(), home_ns="shop"):
+    """The server of a protocol test: a started RedisServer, or in cluster mode the shared
+    cluster (a ClusterServer whose port is home_ns's primary)."""
+    if CLUSTER_MODE:
+        return ClusterServer(home_ns)
+    return RedisServer(extra_args).start()

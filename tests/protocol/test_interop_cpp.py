@@ -43,6 +43,8 @@ def uuid7():
 class InteropTest(ProtocolTestCase):
 
     def url(self):
+        if self.cluster:  # the C++ side routes by slot itself
+            return self.server.cluster.url
         return f"redis://127.0.0.1:{self.server.port}"
 
     def baton(self, *args, check=True):

@@ -33,7 +33,12 @@ class VersionTest(ProtocolTestCase):
         self.assertEqual(self.b.version(), contract["version"])
 
     def test_library_registers_exactly_the_contract_functions(self):
-        (lib,) = self.r.execute_command("FUNCTION", "LIST", "LIBRARYNAME", "baton_v2")
+        for node in self.each_primary():  # on a cluster: every primary has it
+            with node:
+                self.check_library_functions(node)
+
+    def check_library_functions(self, node):
+        (lib,) = node.execute_command("FUNCTION", "LIST", "LIBRARYNAME", "baton_v2")
         lib = dict(zip(lib[::2], lib[1::2]))
         self.assertEqual(lib[b"library_name"], b"baton_v2")
         flags = {}
@@ -68,7 +73,8 @@ class VersionTest(ProtocolTestCase):
         # The library is replaced by another version and the connection drops: the next call
         # reconnects, and the reconnect refuses to go on.
         self.r.execute_command("FUNCTION", "LOAD", "REPLACE", FAKE_LIBRARY)
-        self.r.client_kill_filter(_id=client.client_id())
+        # (b.node(): the client's connection to the namespace's node, on a cluster too)
+        self.b.node().client_kill_filter(_id=b.node().client_id())
         time.sleep(0.1)  # the close reaches the client's socket
         with self.assertRaisesRegex(bp.VersionMismatch, "version 3 loaded"):
             b.enqueue(TYPE, [self.spec("t2")])

@@ -116,6 +116,10 @@ class UpgradeCoexistenceTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        if redis_harness.CLUSTER_MODE:
+            raise unittest.SkipTest(
+                "on a cluster: the v1 -> v2 rolling upgrade is from a single Redis (v1 and its "
+                "client, baton_protocol_v1.py, predate cluster support); a cluster starts on v2")
         cls.server = redis_harness.RedisServer().start()
 
     @classmethod

@@ -4,7 +4,9 @@
 #   1. zz_generated.go is fresh (internal/gen -check against contract/),
 #   2. go vet (also of tests/conformance/drivers/go, and with Go 1.22), 3. staticcheck (pinned),
 #   4. go test -race (real redis-servers on free loopback
-#   ports; the C++ interop and batond cases use BATON_BUILD_DIR, default build/release).
+#   ports; the C++ interop and batond cases use BATON_BUILD_DIR, default build/release; the Redis
+#   Cluster test runs tests/harness/redis_cluster.py with /usr/bin/python3 + python3-redis and
+#   redis-cli, about 20 s).
 # Usage: sdk/go/scripts/test.sh [extra go test flags, e.g. -run Crash -v]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -5,7 +5,8 @@ import { cancel as cancelCall, configure as configureCall, enqueue as enqueueCal
 import { commandOf } from './function_call.js';
 import { GLOBAL_KEYS, NAMESPACE_CONFIG, type NamespaceSetting } from './generated/protocol.js';
 import { keyOf } from './keys.js';
-import { defaultRedisUrl, RedisLink, type LinkOptions } from './redis_link.js';
+import type { Cluster } from 'ioredis';
+import { defaultRedisUrl, RedisLink, type LinkOptions, type RedisHandle } from './redis_link.js';
 import { prepareDocument, prepareRequest, type EnqueueOptions, type PreparedTask, type TaskRequest } from './enqueue_request.js';
 import { readEnqueueReply, type EnqueueResult } from './enqueue_reply.js';
 import { checkName, checkTaskId } from './task_rules.js';
@@ -14,10 +15,31 @@ import { loadOtel, ProducerSpans } from './tracing.js';
 
 /** Tasks per baton_v2_enqueue call (as the C++ client). */
 const MAX_PER_CALL = 256;
+/** Pipelines sent per namespace when a cluster answers MOVED / ASK (the slot map is read between). */
+const MAX_REDIRECT_ROUNDS = 3;
+
+/** WAIT replicas timeoutMs after every enqueue round trip (ClientOptions.waitReplicas). */
+interface DurableWait {
+  readonly replicas: number;
+  readonly timeoutMs: number;
+}
 
 export interface ClientOptions extends Omit<LinkOptions, 'name'> {
-  /** "redis://[user:password@]host:port[/db]"; default BATON_REDIS_URL or redis://127.0.0.1:6379. */
+  /**
+   * "redis://[user:password@]host:port[/db]", or a Redis Cluster's seed nodes
+   * "redis+cluster://[user:password@]host:port[,host:port...]"; default BATON_REDIS_URL or
+   * redis://127.0.0.1:6379.
+   */
   redis?: string;
+  /**
+   * Durable enqueue (default 0 = off): after each enqueue round trip, `WAIT waitReplicas
+   * waitTimeoutMs` on the same primary. Fewer replicas acknowledging in time makes the enqueue
+   * fail with unavailable ("written on the primary but acknowledged by only K of N replicas"):
+   * the task was written and may still run, but is not known to survive a failover.
+   */
+  waitReplicas?: number;
+  /** How long WAIT waits for the replicas, in ms (default 1000; only with waitReplicas > 0). */
+  waitTimeoutMs?: number;
   /**
    * OpenTelemetry (needs @opentelemetry/api): a PRODUCER span per task enqueued without a trace,
    * carried as trace.traceparent (default true).
@@ -43,16 +65,22 @@ export class Client {
   /** The link's connection count knownNamespaces was filled on (a new connection may be a new Redis). */
   private knownOn = 0;
   private otel: Awaited<ReturnType<typeof loadOtel>> = null;
+  private readonly wait: DurableWait | undefined;
 
-  private constructor(link: RedisLink, tracing: boolean) {
+  private constructor(link: RedisLink, tracing: boolean, wait: DurableWait | undefined) {
     this.link = link;
     this.tracing = tracing;
+    this.wait = wait;
   }
 
-  /** Connects and checks the functions library version. */
+  /**
+   * Connects and checks the functions library version (on a cluster: on every primary).
+   * A bad URL or wait setting throws invalid_argument naming redis_url / waitReplicas / waitTimeoutMs.
+   */
   static async connect(options: ClientOptions = {}): Promise<Client> {
+    const wait = durableWait(options);
     const link = new RedisLink(options.redis ?? defaultRedisUrl(), { ...options, name: 'baton-client' });
-    const client = new Client(link, options.tracing !== false);
+    const client = new Client(link, options.tracing !== false, wait);
     try {
       await link.ready();
       if (client.tracing) client.otel = await loadOtel();
@@ -165,7 +193,6 @@ export class Client {
   private async submit(tasks: readonly PreparedTask[]): Promise<EnqueueResult[]> {
     if (tasks.length === 0) return [];
     const redis = await this.link.ready();
-    const pipeline = redis.pipeline();
     // baton:v2:namespaces is a plain directory for the CLI: one SADD per new namespace (again
     // after a reconnect: Redis may have restarted without its data).
     if (this.knownOn !== this.link.connections) {
@@ -173,43 +200,91 @@ export class Client {
       this.knownOn = this.link.connections;
     }
     const fresh = [...new Set(tasks.map((t) => t.namespace))].filter((ns) => !this.knownNamespaces.has(ns));
-    if (fresh.length > 0) pipeline.sadd(GLOBAL_KEYS.namespaces, ...fresh);
     const calls = planCalls(tasks);
-    for (const c of calls) {
-      const items = c.map((i) => (tasks[i] as PreparedTask).item);
-      const uniques = c.map((i) => (tasks[i] as PreparedTask).uniqueKey).filter((k): k is string => k !== undefined);
-      const first = tasks[c[0] as number] as PreparedTask;
-      const [cmd, args] = commandOf(enqueueCall(first.namespace, first.taskType, items, uniques));
-      pipeline.call(cmd, ...args);
-    }
     const taskIds = tasks.map((t) => t.taskId);
-    let replies: [Error | null, unknown][] | null;
-    try {
-      replies = await pipeline.exec();
-    } catch (e) {
-      throw new EnqueueError(fromRedisError(e, 'enqueue'), taskIds, new Array<EnqueueResult | undefined>(tasks.length).fill(undefined));
-    }
-    if (replies === null) throw new EnqueueError(new BatonError('unavailable', 'enqueue: pipeline aborted'), taskIds, new Array<EnqueueResult | undefined>(tasks.length).fill(undefined));
-    let next = 0;
-    if (fresh.length > 0) {
-      if (replies[next]?.[0] == null) for (const ns of fresh) this.knownNamespaces.add(ns);
-      next++;
-    }
     const results = new Array<EnqueueResult | undefined>(tasks.length).fill(undefined);
-    let firstError: BatonError | undefined;
-    for (const c of calls) {
-      const [err, reply] = replies[next++] ?? [new Error('missing reply'), null];
-      if (err) {
-        firstError ??= fromRedisError(err, 'enqueue');
-        continue;
-      }
-      const ids = c.map((i) => (tasks[i] as PreparedTask).taskId);
-      readEnqueueReply(reply, ids).forEach((r, k) => {
-        results[c[k] as number] = r;
-      });
-    }
+    // A single Redis takes everything in one pipeline. A cluster takes one pipeline per namespace
+    // (its keys share the {ns} slot, so one primary), and the untagged SADD on its own.
+    const groups = this.link.isCluster ? byNamespace(calls, tasks) : [calls];
+    const saddWithFirst = fresh.length > 0 && !this.link.isCluster;
+    const directory = fresh.length > 0 && this.link.isCluster
+      ? redis.sadd(GLOBAL_KEYS.namespaces, ...fresh).then(() => true, () => false) : Promise.resolve(undefined);
+    const outcomes = await Promise.all(groups.map((g, k) => this.sendGroup(redis, tasks, g, results, k === 0 && saddWithFirst ? fresh : [])));
+    const saddOk = (await directory) ?? outcomes[0]?.saddOk;
+    if (saddOk === true) for (const ns of fresh) this.knownNamespaces.add(ns);
+    const firstError = outcomes.find((o) => o.error !== undefined)?.error;
     if (firstError) throw new EnqueueError(firstError, taskIds, results);
     return results as EnqueueResult[];
+  }
+
+  /**
+   * One pipeline (one node): [SADD], the enqueue calls, then WAIT when waitReplicas is set. Fills
+   * `results` with what Redis confirmed. On a cluster, calls answered MOVED or ASK did not run:
+   * they are sent again once the slot map is read again (ioredis does that by itself only for a
+   * pipeline whose every command was redirected, which a WAIT at its end prevents).
+   */
+  private async sendGroup(redis: RedisHandle, tasks: readonly PreparedTask[], calls: number[][],
+    results: (EnqueueResult | undefined)[], sadd: readonly string[]): Promise<{ error?: BatonError; saddOk?: boolean }> {
+    let saddOk: boolean | undefined;
+    for (let round = 1; ; round++) {
+      const pipeline = redis.pipeline();
+      if (sadd.length > 0) pipeline.sadd(GLOBAL_KEYS.namespaces, ...sadd);
+      for (const c of calls) {
+        const items = c.map((i) => (tasks[i] as PreparedTask).item);
+        const uniques = c.map((i) => (tasks[i] as PreparedTask).uniqueKey).filter((k): k is string => k !== undefined);
+        const first = tasks[c[0] as number] as PreparedTask;
+        const [cmd, args] = commandOf(enqueueCall(first.namespace, first.taskType, items, uniques));
+        pipeline.call(cmd, ...args);
+      }
+      if (this.wait !== undefined) pipeline.call('WAIT', this.wait.replicas, this.wait.timeoutMs);
+      let replies: [Error | null, unknown][] | null;
+      try {
+        replies = await pipeline.exec();
+      } catch (e) {
+        return { error: fromRedisError(e, 'enqueue'), saddOk };
+      }
+      if (replies === null) return { error: new BatonError('unavailable', 'enqueue: pipeline aborted'), saddOk };
+      let next = 0;
+      if (sadd.length > 0) saddOk = replies[next++]?.[0] == null;
+      const redirected: number[][] = [];
+      let firstError: BatonError | undefined;
+      let written = 0;
+      for (const c of calls) {
+        const [err, reply] = replies[next++] ?? [new Error('missing reply'), null];
+        if (err) {
+          if (this.link.isCluster && /^(MOVED|ASK) /.test(err.message)) redirected.push(c);
+          else firstError ??= fromRedisError(err, 'enqueue');
+          continue;
+        }
+        const ids = c.map((i) => (tasks[i] as PreparedTask).taskId);
+        readEnqueueReply(reply, ids).forEach((r, k) => {
+          results[c[k] as number] = r;
+        });
+        written += c.length;
+      }
+      if (firstError === undefined && written > 0 && this.wait !== undefined) firstError = this.waitError(replies[next], calls, written, tasks);
+      if (firstError !== undefined || redirected.length === 0) return { ...(firstError ? { error: firstError } : {}), saddOk };
+      if (round >= MAX_REDIRECT_ROUNDS) {
+        return { error: new BatonError('unavailable', `enqueue: still redirected after ${round} tries (the cluster is moving slots): retry`), saddOk };
+      }
+      await new Promise<void>((resolve) => {
+        (redis as Cluster).refreshSlotsCache(() => resolve());
+      });
+      calls = redirected;
+      sadd = [];
+    }
+  }
+
+  /** The unavailable error of a WAIT answered by fewer replicas than asked, else undefined. */
+  private waitError(reply: [Error | null, unknown] | undefined, calls: number[][], written: number,
+    tasks: readonly PreparedTask[]): BatonError | undefined {
+    const wait = this.wait as DurableWait;
+    const [err, acked] = reply ?? [new Error('missing reply'), null];
+    const got = err ? `0 (${err.message})` : String(acked);
+    if (!err && Number(acked) >= wait.replicas) return undefined;
+    const first = tasks[(calls[0] as number[])[0] as number] as PreparedTask;
+    return new BatonError('unavailable',
+      `enqueue of ${written} task(s) of namespace ${first.namespace}: written on the primary but acknowledged by only ${got} of ${wait.replicas} replicas within ${wait.timeoutMs} ms (waitReplicas); it may still run, but is not known to survive a failover`);
   }
 }
 
@@ -231,6 +306,27 @@ export class EnqueueError extends BatonError {
     this.taskIds = taskIds;
     this.results = results;
   }
+}
+
+function durableWait(options: ClientOptions): DurableWait | undefined {
+  const replicas = options.waitReplicas ?? 0;
+  if (!Number.isSafeInteger(replicas) || replicas < 0) throw invalidArgument('waitReplicas', `must be an integer >= 0, 0 = no WAIT (got ${String(replicas)})`);
+  const timeoutMs = options.waitTimeoutMs ?? 1000;
+  // WAIT with timeout 0 blocks forever.
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw invalidArgument('waitTimeoutMs', `must be an integer >= 1 (got ${String(timeoutMs)})`);
+  return replicas > 0 ? { replicas, timeoutMs } : undefined;
+}
+
+/** The calls grouped by namespace, in order of first appearance. */
+function byNamespace(calls: readonly number[][], tasks: readonly PreparedTask[]): number[][][] {
+  const groups = new Map<string, number[][]>();
+  for (const c of calls) {
+    const ns = (tasks[c[0] as number] as PreparedTask).namespace;
+    let g = groups.get(ns);
+    if (g === undefined) groups.set(ns, (g = []));
+    g.push(c);
+  }
+  return [...groups.values()];
 }
 
 /** Groups task indexes by (namespace, type), in order of first appearance, cut to MAX_PER_CALL. */

@@ -100,17 +100,30 @@ export class Maintenance {
     try {
       if (sent.length > 0) {
         const redis = await this.link.ready();
-        const pipeline = redis.pipeline();
-        for (const s of sent) {
-          const t = this.targets[s.target] as MaintenanceTarget;
-          const call = s.promote ? promoteCall(t.ns, t.type, { limit: PROMOTE_LIMIT })
-            : reclaimCall(t.ns, t.type, {
-              count: RECLAIM_COUNT, baseMs: t.retry.baseMs, maxMs: t.retry.maxMs, jitterSeed: randomInt(0, 2 ** 47), reaper: this.reaper,
-            });
-          const [cmd, args] = commandOf(call);
-          pipeline.call(cmd, ...args);
-        }
-        const replies = (await pipeline.exec()) ?? [];
+        // One pipeline; on a cluster one per namespace (a namespace's keys share one slot).
+        const groups = new Map<string, number[]>();
+        sent.forEach((s, k) => {
+          const group = this.link.isCluster ? (this.targets[s.target] as MaintenanceTarget).ns : '';
+          groups.set(group, [...(groups.get(group) ?? []), k]);
+        });
+        const replies = new Array<[Error | null, unknown]>(sent.length);
+        await Promise.all([...groups.values()].map(async (ks) => {
+          const pipeline = redis.pipeline();
+          for (const k of ks) {
+            const s = sent[k] as { target: number; promote: boolean };
+            const t = this.targets[s.target] as MaintenanceTarget;
+            const call = s.promote ? promoteCall(t.ns, t.type, { limit: PROMOTE_LIMIT })
+              : reclaimCall(t.ns, t.type, {
+                count: RECLAIM_COUNT, baseMs: t.retry.baseMs, maxMs: t.retry.maxMs, jitterSeed: randomInt(0, 2 ** 47), reaper: this.reaper,
+              });
+            const [cmd, args] = commandOf(call);
+            pipeline.call(cmd, ...args);
+          }
+          const out = (await pipeline.exec()) ?? [];
+          ks.forEach((k, j) => {
+            replies[k] = out[j] ?? [new Error('no reply'), null];
+          });
+        }));
         const after = Date.now();
         sent.forEach((s, k) => {
           const [err, reply] = replies[k] ?? [new Error('no reply'), null];

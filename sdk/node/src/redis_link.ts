@@ -7,13 +7,20 @@
 //   wait for ready() and decide what to send again (acks and fails are safe to resend);
 // - maxRetriesPerRequest 0: commands in flight when the connection breaks are rejected at once;
 // - reconnect backoff 100 ms doubling to 5 s, forever, as the C++ worker.
-import { Redis, type RedisOptions } from 'ioredis';
+// A redis+cluster:// URL opens an ioredis Cluster instead (cluster_link.ts has its settings and
+// the version check of every primary).
+import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { BatonError, fromRedisError, unavailable } from './baton_error.js';
+import { ClusterVersionCheck, openCluster } from './cluster_link.js';
+import { isClusterUrl } from './cluster_url.js';
 import { commandOf, type FunctionCall } from './function_call.js';
 import { version as versionCall } from './generated/calls.js';
 import { VERSION } from './generated/protocol.js';
 
-/** Where Redis is: "redis://[user:password@]host:port[/db]" (default: BATON_REDIS_URL or loopback). */
+/**
+ * Where Redis is: "redis://[user:password@]host:port[/db]" or a cluster's seed nodes
+ * "redis+cluster://[user:password@]host:port[,host:port...]" (default: BATON_REDIS_URL or loopback).
+ */
 export function defaultRedisUrl(): string {
   return process.env.BATON_REDIS_URL ?? 'redis://127.0.0.1:6379';
 }
@@ -34,8 +41,23 @@ export function versionMismatch(loaded: string): BatonError {
     { hint: "run 'baton init'" });
 }
 
+/** A connection to a single Redis or to a cluster: both run every command the SDK sends. */
+export type RedisHandle = Redis | Cluster;
+
+/** The retry settings of every connection (see the top of this file). */
+export const NO_RESEND = {
+  enableOfflineQueue: false,
+  autoResendUnfulfilledCommands: false,
+  maxRetriesPerRequest: 0,
+} as const;
+
+/** Reconnect backoff: 100 ms doubling to 5 s, forever. */
+export const reconnectDelay = (times: number): number => Math.min(100 * 2 ** Math.min(times - 1, 6), 5000);
+
 export class RedisLink {
-  readonly redis: Redis;
+  readonly redis: RedisHandle;
+  /** Set for a redis+cluster:// URL: checks the library on each primary's connection. */
+  private readonly clusterCheck: ClusterVersionCheck | undefined;
   private readonly connectTimeoutMs: number;
   // The socket whose library version was checked; a reconnect makes a new one.
   private checkedStream: unknown = null;
@@ -50,17 +72,28 @@ export class RedisLink {
     const settings: RedisOptions = {
       ...options.redisOptions,
       lazyConnect: true,
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: (times: number) => Math.min(100 * 2 ** Math.min(times - 1, 6), 5000),
+      ...NO_RESEND,
+      retryStrategy: reconnectDelay,
     };
     if (options.name !== undefined) settings.connectionName = options.name;
-    this.redis = new Redis(url, settings);
-    // Without a listener ioredis prints every connection error; callers see them as BatonErrors.
-    this.redis.on('error', (e: Error) => {
+    const onError = (e: Error) => {
       this.lastError = e;
-    });
+    };
+    if (isClusterUrl(url)) {
+      const cluster = openCluster(url, settings);
+      this.redis = cluster;
+      this.clusterCheck = new ClusterVersionCheck(cluster, (node) => this.checkVersion(node));
+      cluster.on('node error', onError);
+    } else {
+      this.redis = new Redis(url, settings);
+    }
+    // Without a listener ioredis prints every connection error; callers see them as BatonErrors.
+    this.redis.on('error', onError);
+  }
+
+  /** True for a redis+cluster:// URL. */
+  get isCluster(): boolean {
+    return this.clusterCheck !== undefined;
   }
 
   /**
@@ -68,12 +101,16 @@ export class RedisLink {
    * Throws BatonError unavailable when Redis cannot be reached within the timeout, and
    * version_mismatch when the library is missing or another version.
    */
-  async ready(timeoutMs: number = this.connectTimeoutMs): Promise<Redis> {
+  async ready(timeoutMs: number = this.connectTimeoutMs): Promise<RedisHandle> {
     if (this.closed) throw unavailable('connection closed');
     const r = this.redis;
     if (r.status !== 'ready') {
       if (r.status === 'wait') r.connect().catch(() => undefined);
       await this.waitReady(timeoutMs);
+    }
+    if (this.clusterCheck !== undefined) {
+      this.connections += await this.clusterCheck.checkPrimaries();
+      return r;
     }
     const stream = (r as unknown as { stream: unknown }).stream;
     if (stream !== this.checkedStream) {
@@ -106,11 +143,12 @@ export class RedisLink {
     });
   }
 
-  private async checkVersion(): Promise<void> {
+  /** Checks the library version on `node` (default: the single Redis). */
+  private async checkVersion(node: Redis | undefined = undefined): Promise<void> {
     let reply: unknown;
     try {
       const [cmd, args] = commandOf(versionCall());
-      reply = await this.redis.call(cmd, ...args);
+      reply = await (node ?? this.redis).call(cmd, ...args);
     } catch (e) {
       const err = fromRedisError(e);
       if (err.code === 'version_mismatch') throw versionMismatch('none');

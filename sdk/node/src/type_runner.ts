@@ -5,12 +5,12 @@
 // the same pipeline as its next dequeue: one round trip carries both. With nothing to fetch it
 // waits in XREAD BLOCK (at most 100 ms while tasks are in flight, so their acks go out promptly).
 // Types never share a connection, so one type's backlog or slowness cannot delay another.
-import type { Redis } from 'ioredis';
+
 import { fromRedisError } from './baton_error.js';
 import { commandOf, type FunctionCall } from './function_call.js';
 import { ack as ackCall, dequeue as dequeueCall, fail as failCall, type AckItem } from './generated/calls.js';
 import { keyOf } from './keys.js';
-import { RedisLink, type LinkOptions } from './redis_link.js';
+import { RedisLink, type LinkOptions, type RedisHandle } from './redis_link.js';
 import { Backoff, sleep, type RetryPolicy } from './backoff.js';
 import { runInBoundary, timeoutOutcome, outcomeOfError, type AttemptScope, type FailureKind, type Outcome } from './attempt.js';
 import { decodeEntry, ENTRY_VALUES, MalformedEntry, type PayloadParse, type Task } from './task.js';
@@ -380,7 +380,7 @@ export class TypeRunner {
       let wait: Promise<void> | undefined;
       while ((wait = this.waitForWork()) !== undefined) await wait;
       if (this.completions.length === 0 && this.stopping) break; // drained, or abandoned
-      let redis: Redis;
+      let redis: RedisHandle;
       try {
         redis = await this.link.ready(5000);
       } catch (e) {
@@ -499,7 +499,7 @@ export class TypeRunner {
     return resend;
   }
 
-  private async blockForNewEntries(redis: Redis, lastId: string): Promise<void> {
+  private async blockForNewEntries(redis: RedisHandle, lastId: string): Promise<void> {
     if (this.completions.length > 0 || this.stopping) return;
     const block = this.inFlight > 0 ? Math.min(this.settings.blockMs, BUSY_BLOCK_MS) : this.settings.blockMs;
     this.inXread = true;

@@ -11,6 +11,7 @@ import { configure as configureCall } from './generated/calls.js';
 import { GLOBAL_KEYS } from './generated/protocol.js';
 import { parseSettings } from './client.js';
 import { defaultRedisUrl, RedisLink, type LinkOptions } from './redis_link.js';
+import { isClusterUrl, parseClusterUrl } from './cluster_url.js';
 import { DEFAULT_RETRY, type RetryPolicy } from './backoff.js';
 import { acquireProcessGuard } from './process_guard.js';
 import { LagMonitor, type BlockReport, type LagOptions } from './lag_monitor.js';
@@ -45,7 +46,11 @@ export interface ThreadedTypeOptions extends Omit<TypeOptions, 'concurrency'> {
 }
 
 export interface WorkerOptions extends Omit<LinkOptions, 'name'> {
-  /** "redis://[user:password@]host:port[/db]"; default BATON_REDIS_URL or redis://127.0.0.1:6379. */
+  /**
+   * "redis://[user:password@]host:port[/db]", or a Redis Cluster's seed nodes
+   * "redis+cluster://[user:password@]host:port[,host:port...]"; default BATON_REDIS_URL or
+   * redis://127.0.0.1:6379. A bad cluster URL throws invalid_argument (redis_url) here.
+   */
   redis?: string;
   /** Consumer group shared by every worker of a type (default "baton"). */
   group?: string;
@@ -147,6 +152,7 @@ export class Worker extends EventEmitter {
     super();
     this.options = options;
     this.url = options.redis ?? defaultRedisUrl();
+    if (isClusterUrl(this.url)) parseClusterUrl(this.url);
     this.logger = options.logger === false ? silentLogger : (options.logger ?? consoleLogger);
     this.consumerName = makeConsumerName(options.service ?? 'worker');
   }

@@ -3,6 +3,7 @@ binaries, and small helpers. Never a mock of Redis."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import shutil
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import redis
@@ -214,3 +215,14 @@ class State:
 
     def dead(self, task_type: str) -> list[str]:
         return [m.decode() for m in self.r.zrange(self.ks.of("dead", task_type), 0, -1)]
+
+
+@contextlib.contextmanager
+def running(worker: Any) -> Iterator[Any]:
+    """A started baton.Worker, stopped (and joined) when the block ends."""
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        assert worker.join(60), "the worker did not stop"

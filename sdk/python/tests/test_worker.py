@@ -4,14 +4,13 @@ non-retryable errors, malformed entries, execution_timeout, lease heartbeats, pr
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import os
 import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,19 +21,11 @@ import proc_handlers
 from baton import _generated as gen
 from baton import _redis
 from baton.keys import Keyspace
-from harness import State, wait_for
+from harness import State, running, wait_for
 
 FAST_RETRY = baton.RetryPolicy(base_ms=50, max_ms=200)
 
 
-@contextlib.contextmanager
-def running(worker: baton.Worker) -> Iterator[baton.Worker]:
-    worker.start()
-    try:
-        yield worker
-    finally:
-        worker.stop()
-        assert worker.join(60), "the worker did not stop"
 
 
 def make_worker(url: str, **kwargs: Any) -> baton.Worker:

@@ -2,7 +2,7 @@
 // Baton's keys (docs/keyspace.md).
 import { randomBytes } from 'node:crypto';
 import { after, before } from 'node:test';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { Client, Worker, type WorkerOptions } from '../../src/index.js';
 import { RedisServer } from './redis_server.js';
 import { silentLogger } from '../../src/logger.js';
@@ -23,7 +23,7 @@ export const ERRORS_KEPT = 50;
  * The failed attempts recorded for a task, oldest first (baton:v2:{NS}:errors, one field per
  * failure, docs/keyspace.md "Error history"): HGET ID -> N, then HMGET ID|max(1,N-49) .. ID|N.
  */
-export async function attemptErrors(redis: Redis, ns: string, id: string): Promise<AttemptError[]> {
+export async function attemptErrors(redis: Redis | Cluster, ns: string, id: string): Promise<AttemptError[]> {
   const key = `baton:v2:{${ns}}:errors`;
   const counter = await redis.hget(key, id);
   if (counter === null) return [];
@@ -36,17 +36,17 @@ export async function attemptErrors(redis: Redis, ns: string, id: string): Promi
 }
 
 /** Whether the task is final-done (in the done set, no `ended` state). */
-export async function isDone(redis: Redis, ns: string, id: string): Promise<boolean> {
+export async function isDone(redis: Redis | Cluster, ns: string, id: string): Promise<boolean> {
   const [score, ended] = await Promise.all([redis.zscore(`baton:v2:{${ns}}:done`, id), redis.hget(`baton:v2:{${ns}}:ended`, id)]);
   return score !== null && ended === null;
 }
 
-export async function isDead(redis: Redis, ns: string, type: string, id: string): Promise<boolean> {
+export async function isDead(redis: Redis | Cluster, ns: string, type: string, id: string): Promise<boolean> {
   return (await redis.zscore(`baton:v2:{${ns}}:dead:${type}`, id)) !== null;
 }
 
 /** The task record "STATE|TYPE|ATTEMPT|SID", or null. */
-export function record(redis: Redis, ns: string, id: string): Promise<string | null> {
+export function record(redis: Redis | Cluster, ns: string, id: string): Promise<string | null> {
   return redis.hget(`baton:v2:{${ns}}:tasks`, id);
 }
 

@@ -49,7 +49,7 @@ class Engine:
             self._force.set()
         self._stop.set()
 
-    async def _startup(self, client: redis.asyncio.Redis) -> list[RunnerConfig]:
+    async def _startup(self, client: _redis.AsyncRedis) -> list[RunnerConfig]:
         """Checks the library version, registers the namespaces (a convenience for the CLI)
         and resolves lease_ms 0 to the namespace's setting. Errors are fatal here."""
         try:
@@ -68,13 +68,15 @@ class Engine:
         return [c if c.lease_ms else _with_lease(c, leases[c.namespace]) for c in self._configs]
 
     async def serve(self, started: asyncio.Future[None] | None = None) -> None:
-        # The socket timeout must outlast XREAD BLOCK.
-        client = _redis.async_client(self._url, self._redis_options,
-                                     socket_timeout=self._block_ms / 1000.0 + 10.0)
+        client: _redis.AsyncRedis | None = None
         try:
+            # The socket timeout must outlast XREAD BLOCK.
+            client = _redis.async_client(self._url, self._redis_options,
+                                         socket_timeout=self._block_ms / 1000.0 + 10.0)
             configs = await self._startup(client)
         except BaseException as e:
-            await client.aclose()
+            if client is not None:
+                await client.aclose()
             if started is not None and not started.done():
                 started.set_exception(e)
             raise

@@ -9,8 +9,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import redis.asyncio
-
 from . import _generated as gen
 from . import _redis
 from ._loops import Backoff, Outage
@@ -18,7 +16,7 @@ from ._runner import TypeRunner
 from .errors import translate
 
 
-async def heartbeat_loop(runners: Sequence[TypeRunner], client: redis.asyncio.Redis) -> None:
+async def heartbeat_loop(runners: Sequence[TypeRunner], client: _redis.AsyncRedis) -> None:
     """Runs until cancelled."""
     periods = [max(r.config.lease_ms / 3000.0, 0.001) for r in runners]
     start = time.monotonic()
@@ -52,11 +50,11 @@ async def heartbeat_loop(runners: Sequence[TypeRunner], client: redis.asyncio.Re
             next_beat[i] = now + periods[i]
 
 
-async def _extend(runners: Sequence[TypeRunner], client: redis.asyncio.Redis,
+async def _extend(runners: Sequence[TypeRunner], client: _redis.AsyncRedis,
                   sent: Sequence[tuple[int, list[tuple[str, str]]]]) -> list[Any]:
-    async with client.pipeline(transaction=False) as pipe:
-        for i, held in sent:
-            c = runners[i].config
-            call = gen.extend(runners[i].keys, c.group, c.consumer, c.lease_ms, held)
-            pipe.execute_command(*_redis.fcall_args(call))
-        return list(await pipe.execute(raise_on_error=False))
+    calls = []
+    for i, held in sent:
+        c = runners[i].config
+        calls.append(_redis.fcall_args(gen.extend(runners[i].keys, c.group, c.consumer,
+                                                  c.lease_ms, held)))
+    return await _redis.apipeline(client, calls)

@@ -15,9 +15,6 @@ import contextlib
 import random
 import time
 from collections.abc import Sequence
-from typing import Any
-
-import redis.asyncio
 
 from . import _generated as gen
 from . import _redis
@@ -34,7 +31,7 @@ MIN_SLEEP = 0.01
 class Maintenance:
     """The promote / reclaim loop of one worker."""
 
-    def __init__(self, runners: Sequence[TypeRunner], client: redis.asyncio.Redis,
+    def __init__(self, runners: Sequence[TypeRunner], client: _redis.AsyncRedis,
                  reaper: str):
         self._runners = runners
         self._redis = client
@@ -85,22 +82,20 @@ class Maintenance:
 
     async def _pass(self, now: float) -> None:
         sent: list[tuple[int, bool]] = []
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for i, runner in enumerate(self._runners):
-                c = runner.config
-                if self._promote_at[i] <= now:
-                    pipe.execute_command(*_redis.fcall_args(gen.promote(runner.keys,
-                                                                        PROMOTE_LIMIT)))
-                    sent.append((i, True))
-                if self._reclaim_at[i] <= now:
-                    call = gen.reclaim(runner.keys, RECLAIM_COUNT, c.retry_base_ms,
-                                       c.retry_max_ms, self._random.randrange(2**31),
-                                       self._reaper)
-                    pipe.execute_command(*_redis.fcall_args(call))
-                    sent.append((i, False))
-            if not sent:
-                return
-            replies: list[Any] = list(await pipe.execute(raise_on_error=False))
+        calls: list[list[gen.Arg]] = []
+        for i, runner in enumerate(self._runners):
+            c = runner.config
+            if self._promote_at[i] <= now:
+                calls.append(_redis.fcall_args(gen.promote(runner.keys, PROMOTE_LIMIT)))
+                sent.append((i, True))
+            if self._reclaim_at[i] <= now:
+                call = gen.reclaim(runner.keys, RECLAIM_COUNT, c.retry_base_ms, c.retry_max_ms,
+                                   self._random.randrange(2**31), self._reaper)
+                calls.append(_redis.fcall_args(call))
+                sent.append((i, False))
+        if not sent:
+            return
+        replies = await _redis.apipeline(self._redis, calls)
         after = time.monotonic()
         for (i, promote), reply in zip(sent, replies, strict=True):
             # promote: [promoted, next_due_ms, now_ms]; reclaim: [reclaimed, retried, dead,

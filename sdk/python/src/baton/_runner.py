@@ -67,7 +67,7 @@ class WorkerCounters:
 class TypeRunner:
     """Fetches, runs and settles the tasks of one (namespace, task type)."""
 
-    def __init__(self, config: RunnerConfig, client: redis.asyncio.Redis,
+    def __init__(self, config: RunnerConfig, client: _redis.AsyncRedis,
                  counters: WorkerCounters):
         self.config = config
         self._redis = client
@@ -145,10 +145,7 @@ class TypeRunner:
 
     async def _pipeline(self, calls: Sequence[gen.Call]) -> list[Any]:
         try:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for call in calls:
-                    pipe.execute_command(*_redis.fcall_args(call))
-                return list(await pipe.execute(raise_on_error=False))
+            return await _redis.apipeline(self._redis, [_redis.fcall_args(c) for c in calls])
         except (redis.exceptions.RedisError, OSError) as e:
             raise translate(e) from e
 

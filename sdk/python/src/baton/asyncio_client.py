@@ -14,6 +14,7 @@ import redis.asyncio
 from . import _enqueue, _producer, _redis, _tracing, contract
 from . import _generated as gen
 from ._coalesce import AsyncCoalescer
+from ._durable import Wait
 from ._enqueue import EnqueueResult, Payload, Seconds, TaskRequest
 from .errors import BatonError, translate
 from .keys import Keyspace
@@ -23,20 +24,26 @@ _REDIS_ERRORS = (redis.exceptions.RedisError, OSError)
 
 class AsyncClient:
     """Enqueues and cancels tasks from asyncio code; see :class:`baton.Client` for the
-    semantics of every method. Use it from one event loop (redis.asyncio's rule). Concurrent
-    enqueue calls (``asyncio.gather``, many request handlers) share round trips."""
+    semantics of every method and of the arguments (``redis+cluster://`` URLs, wait_replicas).
+    Use it from one event loop (redis.asyncio's rule). Concurrent enqueue calls
+    (``asyncio.gather``, many request handlers) share round trips."""
 
     def __init__(self, url: str = "redis://127.0.0.1:6379", *,
                  redis_options: Mapping[str, Any] | None = None,
-                 socket_timeout: float | None = 10.0):
+                 socket_timeout: float | None = 10.0, wait_replicas: int = 0,
+                 wait_timeout: float = 1.0):
         self.url = url
+        self._wait = Wait.of(wait_replicas, wait_timeout)
+        if self._wait is not None and socket_timeout is not None:
+            socket_timeout += wait_timeout  # a reply may come after WAIT's whole timeout
         self._redis = _redis.async_client(url, redis_options, socket_timeout)
         self._keyspaces: dict[str, Keyspace] = {}
         self._coalescer = AsyncCoalescer(self._send_each)
 
     @property
-    def redis(self) -> redis.asyncio.Redis:
-        """The underlying redis.asyncio client (bytes replies)."""
+    def redis(self) -> _redis.AsyncRedis:
+        """The underlying redis.asyncio client (bytes replies): a RedisCluster for a
+        redis+cluster:// URL."""
         return self._redis
 
     async def _fcall(self, call: gen.Call) -> Any:
@@ -100,14 +107,12 @@ class AsyncClient:
         if not prepared:
             return []
         calls = _enqueue.calls(prepared, self._keyspaces)
-        if len(calls) == 1:
+        if len(calls) == 1 and self._wait is None:
             replies: list[Any] = [await self._fcall(calls[0][0])]
         else:
             try:
-                async with self._redis.pipeline(transaction=False) as pipe:
-                    for call, _ in calls:
-                        pipe.execute_command(*_redis.fcall_args(call))
-                    replies = await pipe.execute(raise_on_error=False)
+                replies = await _redis.apipeline(
+                    self._redis, [_redis.fcall_args(c) for c, _ in calls], self._wait)
             except _REDIS_ERRORS as e:
                 raise translate(e) from e
         return _enqueue.settle(prepared, calls, replies)

@@ -12,6 +12,7 @@ import redis
 from . import _enqueue, _producer, _redis, _tracing, contract
 from . import _generated as gen
 from ._coalesce import SyncCoalescer
+from ._durable import Wait
 from ._enqueue import EnqueueResult, Payload, Seconds, TaskRequest
 from .errors import BatonError, translate
 from .keys import Keyspace
@@ -25,7 +26,8 @@ class Client:
     Thread-safe: it uses a connection pool, so one Client may serve a whole process; enqueue
     calls made at the same time by several threads share round trips (group commit: a lone call
     is sent at once, calls arriving while it is in flight go together in the next). It connects
-    on first use, and every connection first checks that Redis has the functions library this
+    on first use (for a redis+cluster:// URL: when made, to learn the slot map), and every
+    connection first checks that Redis has the functions library this
     SDK speaks (``VersionMismatchError`` otherwise: run ``baton init``). A broken connection
     fails the call in progress with ``UnavailableError`` (the task may or may not have been
     written); the next call reconnects. Enqueueing again with the same task id is always safe: a
@@ -33,22 +35,36 @@ class Client:
     to retry pass your own: ``task_id=baton.uuid7()``, made once.
 
     Args:
-        url: ``redis://[user:password@]host:port[/db]``, ``rediss://...`` or ``unix://path``.
-        redis_options: extra keyword arguments for ``redis.Redis.from_url``.
+        url: ``redis://[user:password@]host:port[/db]``, ``rediss://...``, ``unix://path``, or
+            ``redis+cluster://[user:password@]host:port[,host:port...]`` (seed nodes of a Redis
+            Cluster: every call goes to the primary of its namespace's slot).
+        redis_options: extra keyword arguments for ``redis.Redis.from_url`` (for a cluster:
+            ``redis.cluster.RedisCluster``).
         socket_timeout: seconds to wait for a reply.
+        wait_replicas: durable enqueue (0 = off): after each enqueue round trip, ``WAIT`` for
+            this many replicas of the primary that took the tasks. Fewer acknowledgements
+            within wait_timeout make the enqueue raise ``UnavailableError`` (the task was
+            written on the primary and may still run, but it is not known to be durable).
+        wait_timeout: seconds WAIT waits for the replicas (default 1); added to
+            socket_timeout.
     """
 
     def __init__(self, url: str = "redis://127.0.0.1:6379", *,
                  redis_options: Mapping[str, Any] | None = None,
-                 socket_timeout: float | None = 10.0):
+                 socket_timeout: float | None = 10.0, wait_replicas: int = 0,
+                 wait_timeout: float = 1.0):
         self.url = url
+        self._wait = Wait.of(wait_replicas, wait_timeout)
+        if self._wait is not None and socket_timeout is not None:
+            socket_timeout += wait_timeout  # a reply may come after WAIT's whole timeout
         self._redis = _redis.sync_client(url, redis_options, socket_timeout)
         self._keyspaces: dict[str, Keyspace] = {}
         self._coalescer = SyncCoalescer(self._send_each)
 
     @property
-    def redis(self) -> redis.Redis:
-        """The underlying redis-py client (bytes replies)."""
+    def redis(self) -> _redis.SyncRedis:
+        """The underlying redis-py client (bytes replies): a redis.Redis, or a
+        redis.cluster.RedisCluster for a redis+cluster:// URL."""
         return self._redis
 
     def _fcall(self, call: gen.Call) -> Any:
@@ -137,14 +153,12 @@ class Client:
         if not prepared:
             return []
         calls = _enqueue.calls(prepared, self._keyspaces)
-        if len(calls) == 1:
+        if len(calls) == 1 and self._wait is None:
             replies: list[Any] = [self._fcall(calls[0][0])]
         else:
             try:
-                with self._redis.pipeline(transaction=False) as pipe:
-                    for call, _ in calls:
-                        pipe.execute_command(*_redis.fcall_args(call))  # type: ignore[no-untyped-call]
-                    replies = pipe.execute(raise_on_error=False)
+                replies = _redis.pipeline(self._redis, [_redis.fcall_args(c) for c, _ in calls],
+                                          self._wait)
             except _REDIS_ERRORS as e:
                 raise translate(e) from e
         return _enqueue.settle(prepared, calls, replies)

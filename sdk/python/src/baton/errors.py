@@ -100,6 +100,15 @@ def translate(error: BaseException) -> BatonError:
         return error
     if isinstance(error, LibraryVersionError):
         return VersionMismatchError(str(error))
+    if isinstance(error, redis.exceptions.RedisClusterException):
+        # redis-py wraps what went wrong while learning the slot map: a seed node without the
+        # library is a version mismatch, anything else (no node reachable) is unavailable.
+        cause = error.__cause__ or error.__context__
+        while cause is not None and not isinstance(cause, LibraryVersionError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            return VersionMismatchError(str(cause))
+        return UnavailableError(f"Redis Cluster unavailable: {error}")
     if isinstance(error, redis.exceptions.ResponseError):
         return _from_reply(reply_text(error))
     if isinstance(error, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,

@@ -85,7 +85,8 @@ class Worker:
     """Runs the handlers of registered task types.
 
     Args:
-        redis_url: the Redis to work from.
+        redis_url: the Redis to work from (``redis://...``, or the seed nodes of a Redis
+            Cluster: ``redis+cluster://[user:password@]host:port[,host:port...]``).
         service: first part of the consumer name ``<service>:<host>:<pid>:<random>:python``.
         group: the consumer group every worker of a type shares (``baton``).
         concurrency: default slots per task type (threads, tasks or processes).
@@ -96,7 +97,8 @@ class Worker:
             cancelled and left to their lease.
         maintenance: also promote due delayed/retrying tasks and reclaim expired leases of
             this worker's types (for setups without batond; off by default).
-        redis_options: extra keyword arguments for ``redis.asyncio.Redis.from_url``.
+        redis_options: extra keyword arguments for ``redis.asyncio.Redis.from_url`` (for a
+            cluster: ``redis.asyncio.cluster.RedisCluster``).
         process_start_method: multiprocessing start method of process slots (``spawn``).
     """
 
