@@ -35,49 +35,27 @@ inline constexpr std::array<KeyKind, 0> kVersionKeys = {};
 inline constexpr std::string_view kConfigureFunction = "baton_v2_configure";
 inline constexpr std::array<KeyKind, 1> kConfigureKeys = {KeyKind::kConfig};
 inline constexpr std::string_view kEnqueueFunction = "baton_v2_enqueue";
-inline constexpr std::array<KeyKind, 9> kEnqueueKeys = {
-    KeyKind::kStream, KeyKind::kScheduled, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kEvents,
-    KeyKind::kTypes,  KeyKind::kDone,      KeyKind::kEnded, KeyKind::kConfig};
+inline constexpr std::array<KeyKind, 9> kEnqueueKeys = {KeyKind::kStream, KeyKind::kScheduled, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kEvents, KeyKind::kTypes, KeyKind::kDone, KeyKind::kEnded, KeyKind::kConfig};
 inline constexpr std::string_view kDequeueFunction = "baton_v2_dequeue";
-inline constexpr std::array<KeyKind, 10> kDequeueKeys = {
-    KeyKind::kStream, KeyKind::kLeases, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kErrors,
-    KeyKind::kDead,   KeyKind::kEvents, KeyKind::kDone,  KeyKind::kEnded,  KeyKind::kConfig};
+inline constexpr std::array<KeyKind, 10> kDequeueKeys = {KeyKind::kStream, KeyKind::kLeases, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kErrors, KeyKind::kDead, KeyKind::kEvents, KeyKind::kDone, KeyKind::kEnded, KeyKind::kConfig};
 inline constexpr std::string_view kStartFunction = "baton_v2_start";
-inline constexpr std::array<KeyKind, 10> kStartKeys = {
-    KeyKind::kStream, KeyKind::kLeases, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kErrors,
-    KeyKind::kDead,   KeyKind::kEvents, KeyKind::kDone,  KeyKind::kEnded,  KeyKind::kConfig};
+inline constexpr std::array<KeyKind, 10> kStartKeys = {KeyKind::kStream, KeyKind::kLeases, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kErrors, KeyKind::kDead, KeyKind::kEvents, KeyKind::kDone, KeyKind::kEnded, KeyKind::kConfig};
 inline constexpr std::string_view kAckFunction = "baton_v2_ack";
-inline constexpr std::array<KeyKind, 10> kAckKeys = {
-    KeyKind::kStream, KeyKind::kScheduled, KeyKind::kDead, KeyKind::kTasks, KeyKind::kBodies,
-    KeyKind::kErrors, KeyKind::kEvents,    KeyKind::kDone, KeyKind::kEnded, KeyKind::kConfig};
+inline constexpr std::array<KeyKind, 10> kAckKeys = {KeyKind::kStream, KeyKind::kScheduled, KeyKind::kDead, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kErrors, KeyKind::kEvents, KeyKind::kDone, KeyKind::kEnded, KeyKind::kConfig};
 inline constexpr std::string_view kFailFunction = "baton_v2_fail";
-inline constexpr std::array<KeyKind, 10> kFailKeys = {
-    KeyKind::kStream, KeyKind::kScheduled, KeyKind::kDead, KeyKind::kTasks, KeyKind::kBodies,
-    KeyKind::kErrors, KeyKind::kEvents,    KeyKind::kDone, KeyKind::kEnded, KeyKind::kConfig};
+inline constexpr std::array<KeyKind, 10> kFailKeys = {KeyKind::kStream, KeyKind::kScheduled, KeyKind::kDead, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kErrors, KeyKind::kEvents, KeyKind::kDone, KeyKind::kEnded, KeyKind::kConfig};
 inline constexpr std::string_view kReclaimFunction = "baton_v2_reclaim";
-inline constexpr std::array<KeyKind, 11> kReclaimKeys = {
-    KeyKind::kStream, KeyKind::kScheduled, KeyKind::kLeases, KeyKind::kDead,
-    KeyKind::kTasks,  KeyKind::kBodies,    KeyKind::kErrors, KeyKind::kEvents,
-    KeyKind::kDone,   KeyKind::kEnded,     KeyKind::kConfig};
+inline constexpr std::array<KeyKind, 11> kReclaimKeys = {KeyKind::kStream, KeyKind::kScheduled, KeyKind::kLeases, KeyKind::kDead, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kErrors, KeyKind::kEvents, KeyKind::kDone, KeyKind::kEnded, KeyKind::kConfig};
 inline constexpr std::string_view kExtendFunction = "baton_v2_extend";
-inline constexpr std::array<KeyKind, 4> kExtendKeys = {KeyKind::kStream, KeyKind::kLeases,
-                                                       KeyKind::kTasks, KeyKind::kConfig};
+inline constexpr std::array<KeyKind, 4> kExtendKeys = {KeyKind::kStream, KeyKind::kLeases, KeyKind::kTasks, KeyKind::kConfig};
 inline constexpr std::string_view kPromoteFunction = "baton_v2_promote";
-inline constexpr std::array<KeyKind, 6> kPromoteKeys = {KeyKind::kScheduled, KeyKind::kStream,
-                                                        KeyKind::kTasks,     KeyKind::kBodies,
-                                                        KeyKind::kEvents,    KeyKind::kConfig};
+inline constexpr std::array<KeyKind, 6> kPromoteKeys = {KeyKind::kScheduled, KeyKind::kStream, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kEvents, KeyKind::kConfig};
 inline constexpr std::string_view kCancelFunction = "baton_v2_cancel";
-inline constexpr std::array<KeyKind, 9> kCancelKeys = {
-    KeyKind::kStream, KeyKind::kScheduled, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kErrors,
-    KeyKind::kEvents, KeyKind::kDone,      KeyKind::kEnded, KeyKind::kConfig};
+inline constexpr std::array<KeyKind, 9> kCancelKeys = {KeyKind::kStream, KeyKind::kScheduled, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kErrors, KeyKind::kEvents, KeyKind::kDone, KeyKind::kEnded, KeyKind::kConfig};
 inline constexpr std::string_view kDlqReplayFunction = "baton_v2_dlq_replay";
-inline constexpr std::array<KeyKind, 6> kDlqReplayKeys = {KeyKind::kDead,   KeyKind::kStream,
-                                                          KeyKind::kTasks,  KeyKind::kBodies,
-                                                          KeyKind::kEvents, KeyKind::kConfig};
+inline constexpr std::array<KeyKind, 6> kDlqReplayKeys = {KeyKind::kDead, KeyKind::kStream, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kEvents, KeyKind::kConfig};
 inline constexpr std::string_view kDlqDeleteFunction = "baton_v2_dlq_delete";
-inline constexpr std::array<KeyKind, 8> kDlqDeleteKeys = {
-    KeyKind::kDead,   KeyKind::kTasks, KeyKind::kBodies, KeyKind::kErrors,
-    KeyKind::kEvents, KeyKind::kDone,  KeyKind::kEnded,  KeyKind::kConfig};
+inline constexpr std::array<KeyKind, 8> kDlqDeleteKeys = {KeyKind::kDead, KeyKind::kTasks, KeyKind::kBodies, KeyKind::kErrors, KeyKind::kEvents, KeyKind::kDone, KeyKind::kEnded, KeyKind::kConfig};
 inline constexpr std::string_view kRescueStartFunction = "baton_v2_rescue_start";
 inline constexpr std::array<KeyKind, 2> kRescueStartKeys = {KeyKind::kStream, KeyKind::kRescue};
 inline constexpr std::string_view kRescueFinishFunction = "baton_v2_rescue_finish";

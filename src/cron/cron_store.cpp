@@ -78,7 +78,7 @@ StatusOr<bool> CronStore::Replace(const std::string& name, const std::string& ex
   if (!read_error.ok() || (*read)[1].is_nil() || (*read)[1].str != expected) {
     // Leave the connection without a WATCH for the next call (best effort: a broken connection
     // loses it anyway).
-    (void)conn_.Command({"UNWATCH"});
+    (void)conn_.CommandAt(kCronKey, {"UNWATCH"});  // on a cluster, the node that has the WATCH
     if (!read_error.ok()) return read_error;
     return false;
   }
