@@ -7,11 +7,7 @@
 # made first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${BUILD_DIR:-}" ]; then
-  scripts/setup.sh >/dev/null
-  scripts/build.sh release >/dev/null
-  BUILD_DIR=build/release
-fi
+. bench/lib/build.sh  # BUILD_DIR, or set up and build release
 dir=$(mktemp -d)
 port=$(/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no --daemonize yes \

@@ -22,11 +22,7 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--seconds N] [--settle N] [-- baton work flags]" >&2; exit 2 ;;
   esac
 done
-if [ -z "${BUILD_DIR:-}" ]; then
-  scripts/setup.sh >/dev/null
-  scripts/build.sh release >/dev/null
-  BUILD_DIR=build/release
-fi
+. bench/lib/build.sh  # BUILD_DIR, or set up and build release
 baton=$BUILD_DIR/cli/baton
 ns=idle
 types=(t1 t2 t3 t4)

@@ -14,11 +14,7 @@
 # without it the release build is made first. Needs node >= 18 and npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${BUILD_DIR:-}" ]; then
-  scripts/setup.sh >/dev/null
-  scripts/build.sh release >/dev/null
-  BUILD_DIR=build/release
-fi
+. bench/lib/build.sh  # BUILD_DIR, or set up and build release
 command -v node >/dev/null && command -v npm >/dev/null || {
   echo "run_throughput: node and npm are needed for the BullMQ run" >&2
   exit 1

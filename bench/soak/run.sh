@@ -10,11 +10,7 @@
 # Report: build/test-output/soak/report.json, process logs next to it in logs/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ -z "${BUILD_DIR:-}" ]; then
-  scripts/setup.sh >/dev/null
-  scripts/build.sh release >/dev/null
-  BUILD_DIR=build/release
-fi
+. bench/lib/build.sh  # BUILD_DIR, or set up and build release
 python_flag=()
 if [ "${SOAK_PYTHON:-1}" != 0 ]; then
   python_flag=(--python "$(sdk/python/scripts/venv.sh)")

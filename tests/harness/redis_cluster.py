@@ -102,8 +102,9 @@ class RedisCluster:
     manager, or call start() / stop()."""
 
     def __init__(self, primaries=3, replicas_per_primary=1, extra_args=(), appendonly=False):
-        if primaries < 3:
-            raise ValueError("primaries: redis-cli --cluster create needs at least 3")
+        if primaries < 1 or (primaries < 3 and replicas_per_primary != 0):
+            raise ValueError("primaries: at least 1, and at least 3 when they have replicas "
+                             "(redis-cli --cluster create needs 3)")
         self.primary_count = primaries
         self.replicas_per_primary = replicas_per_primary
         self.extra_args = list(extra_args)
@@ -183,6 +184,9 @@ class RedisCluster:
         raise RuntimeError(f"port {node.port}: no PING reply within {timeout_s:.1f} s")
 
     def _create(self, deadline):
+        if self.primary_count < 3:
+            self._create_small()
+            return
         addresses = [f"{HOST}:{n.port}" for n in self.nodes]
         cmd = [REDIS_CLI, "--cluster", "create", *addresses,
                "--cluster-replicas", str(self.replicas_per_primary), "--cluster-yes"]
@@ -192,6 +196,19 @@ class RedisCluster:
             raise RuntimeError(f"redis-cli --cluster create failed ({result.returncode}): "
                                f"{result.stdout.decode(errors='replace')[-2000:]}"
                                f"{result.stderr.decode(errors='replace')[-2000:]}")
+
+    def _create_small(self):
+        """One or two primaries without replicas, which redis-cli --cluster create refuses: each
+        node takes an equal share of the slots, then they meet."""
+        share = 16384 // self.primary_count
+        for i, node in enumerate(self.nodes):
+            first = i * share
+            last = 16383 if i == len(self.nodes) - 1 else first + share - 1
+            with self.node_client(node, socket_timeout=5) as r:
+                r.execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
+                if i > 0:
+                    r.execute_command("CLUSTER", "MEET", HOST, self.nodes[0].port,
+                                      self.nodes[0].bus_port)
 
     def stop(self):
         with self._lock:
@@ -404,11 +421,13 @@ class RedisCluster:
 
     def load_library(self, source=None):
         """FUNCTION LOAD REPLACE of source (default: the Baton library) on every primary; replicas
-        get it through replication."""
+        get it through replication, and it returns once they have it (WAIT)."""
         source = library_source() if source is None else source
         for node in self.primaries():
             with self.node_client(node) as r:
                 r.execute_command("FUNCTION", "LOAD", "REPLACE", source)
+                if self.replicas_per_primary > 0:
+                    r.execute_command("WAIT", self.replicas_per_primary, 5000)
 
     def describe(self):
         return {"url": self.url,
