@@ -139,8 +139,8 @@ StatusOr<std::vector<EnqueueResult>> Client::Impl::Submit(const std::vector<Enqu
     const Reply& acked = (*replies)[next++];
     if (s.ok() && first_error.ok() && (acked.is_error() || acked.integer < options.wait_replicas)) {
       first_error = Status::Unavailable(
-          "enqueue of " + std::to_string(call.items.size()) + " " + call.ns + "/" + call.task_type +
-          " task(s): written on the primary but acknowledged by only " +
+          std::to_string(call.items.size()) + " " + call.ns + "/" + call.task_type +
+          " task(s) written on the primary but acknowledged by only " +
           (acked.is_error() ? "0 (" + acked.str + ")" : std::to_string(acked.integer)) + " of " +
           std::to_string(options.wait_replicas) + " replicas within " +
           std::to_string(options.wait_timeout.count()) +

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "baton/client.h"
@@ -427,6 +428,56 @@ TEST(ClientConnect, ReconnectsAfterTheConnectionBroke) {
   auto result = (*client)->Enqueue(request);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->outcome, EnqueueOutcome::kQueued);
+}
+
+TEST_F(ClientTest, WaitReplicasReportsATaskWrittenButNotReplicated) {
+  // A primary with one replica: WAIT 1 is met. Without it (the replica gone), the enqueue says
+  // how many replicas acknowledged, and the task is still written.
+  testing::RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(server_.port())});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (server_.String({"INFO", "replication"}).find("state=online") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ClientOptions options;
+  options.redis.url = server_.url();
+  options.wait_replicas = 1;
+  options.wait_timeout = std::chrono::milliseconds(2000);
+  auto durable = Client::Connect(options);
+  ASSERT_TRUE(durable.ok()) << durable.status().ToString();
+  auto met = (*durable)->Enqueue(Request("shop", "send_email"));
+  ASSERT_TRUE(met.ok()) << met.status().ToString();
+  EXPECT_EQ(replica.Integer({"HEXISTS", Keys("shop").Tasks(), met->task_id}), 1);  // replicated
+
+  replica.Kill();
+  options.wait_timeout = std::chrono::milliseconds(100);
+  durable = Client::Connect(options);
+  ASSERT_TRUE(durable.ok());
+  TaskRequest request = Request("shop", "send_email");
+  request.options.task_id = "not-replicated";
+  auto missed = (*durable)->Enqueue(request);
+  ASSERT_FALSE(missed.ok());
+  EXPECT_EQ(missed.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(missed.status().message(),
+            "enqueue: 1 shop/send_email task(s) written on the primary but acknowledged by only 0 "
+            "of 1 replicas within 100 ms; it may still run, but is not known to survive a "
+            "failover");
+  EXPECT_EQ(server_.Integer({"HEXISTS", Keys("shop").Tasks(), "not-replicated"}), 1);
+}
+
+TEST(ClientOptionsTest, WaitReplicasSettingsAreChecked) {
+  ClientOptions options;
+  options.redis.url = "redis://127.0.0.1:1";
+  options.wait_replicas = -1;
+  auto client = Client::Connect(options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().message(), "wait_replicas: must be 0 (no WAIT) or more");
+  options.wait_replicas = 1;
+  options.wait_timeout = std::chrono::milliseconds(0);
+  client = Client::Connect(options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().message(),
+            "wait_timeout: must be at least 1 ms when wait_replicas > 0");
 }
 
 }  // namespace
