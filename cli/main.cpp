@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   AddDoctorCommand(app, ctx);
   AddRescueCommand(app, ctx);
   AddConfigCommand(app, ctx);
+  AddPartitionsCommand(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -106,6 +106,10 @@ end
 local ID_PATTERN = '^[0-9a-zA-Z][0-9a-z%-A-Z_.:]*$'
 local ID_RULE = 'must match ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$'
 local NAME_RULE = 'must match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'
+-- The namespace part of a key: a namespace, or partition P (1..MAX_PARTITION) of one as NS:P
+-- (docs/cluster.md, "Partitions"); partition 0 is NS itself.
+local NS_RULE = NAME_RULE .. ', optionally followed by :P (a partition, 1..1023, no leading 0)'
+local MAX_PARTITION = 1023
 
 local call, pcall_redis, find, sub, match, byte, fmt, floor, unpack_, tonumber_, type_, encode,
   decode, concat
@@ -238,6 +242,15 @@ local function is_name(name)
   return #name <= 64 and find(name, '^[A-Za-z0-9][A-Za-z0-9_.%-]*$') ~= nil
 end
 
+-- A namespace, or a partition NS:P of one (NS_RULE).
+local function is_key_namespace(ns)
+  if is_name(ns) then
+    return true
+  end
+  local base, p = match(ns, '^([^:]+):([1-9]%d?%d?%d?)$')
+  return base ~= nil and is_name(base) and tonumber_(p) <= MAX_PARTITION
+end
+
 local function id_arg(id, field)
   if id == nil or not is_task_id(id) then
     invalid(field, ID_RULE)
@@ -350,14 +363,14 @@ local function bind_keys(keys, spec, exact)
   local ns, task_type
   if TYPED[spec[1]] then
     ns, task_type = match(first, '^baton:v2:{([^}]*)}:' .. spec[1] .. ':(.+)$')
-    if ns == nil or not is_name(ns) or not is_name(task_type) then
-      invalid('KEYS[1]', 'must be baton:v2:{NS}:' .. spec[1] .. ':TYPE with NS and TYPE that ' ..
-        NAME_RULE)
+    if ns == nil or not is_key_namespace(ns) or not is_name(task_type) then
+      invalid('KEYS[1]', 'must be baton:v2:{NS}:' .. spec[1] .. ':TYPE with TYPE that ' ..
+        NAME_RULE .. ' and NS that ' .. NS_RULE)
     end
   else
     ns = match(first, '^baton:v2:{([^}]*)}:' .. spec[1] .. '$')
-    if ns == nil or not is_name(ns) then
-      invalid('KEYS[1]', 'must be baton:v2:{NS}:' .. spec[1] .. ' with NS that ' .. NAME_RULE)
+    if ns == nil or not is_key_namespace(ns) then
+      invalid('KEYS[1]', 'must be baton:v2:{NS}:' .. spec[1] .. ' with NS that ' .. NS_RULE)
     end
   end
   local prefix = 'baton:v2:{' .. ns .. '}:'

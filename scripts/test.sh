@@ -37,6 +37,9 @@ sdk/java/scripts/test.sh
 # and its self-test (a broken driver must fail every case).
 tests/conformance/run.sh
 CONFORMANCE_SELFTEST=1 tests/conformance/run.sh
+# The same matrix on a 3-primary Redis Cluster: namespaces spread over the primaries, drivers get
+# redis+cluster:// URLs (tests/conformance/README.md, "The cluster run").
+tests/conformance/run.sh --cluster
 # Soak: 60 s at 500 tasks/s with leak, latency and accounting checks (SOAK_SECONDS=1800 for the
 # long run; report in build/test-output/soak/).
 BUILD_DIR=build/release bench/soak/run.sh

@@ -108,17 +108,30 @@ class Client {
   // Invalid task: kInvalidArgument, nothing written.
   StatusOr<EnqueueResult> EnqueueTask(const Task& task, const EnqueueOptions& scheduling = {});
 
-  // Cancels a queued or scheduled/retrying task (its type is read from the task record).
+  // Cancels a queued or scheduled/retrying task (its type is read from the task record; in a
+  // partitioned namespace, the id's partition is searched first, then the others).
   // kNotFound if there is no such live task, kConflict if it is running or dead, kInvalidArgument
   // for a malformed namespace or id. The final state "cancelled" is kept for the namespace's
   // done_retention_s.
   Status Cancel(const std::string& ns, const std::string& task_id);
 
-  // Changes settings of a namespace (name -> value as text, "" = back to the default; names as
-  // in NamespaceSettings) and returns the effective settings. No changes: read only.
+  // Changes settings of a namespace, in every partition of it (name -> value as text, "" = back
+  // to the default; names as in NamespaceSettings) and returns the effective settings. No
+  // changes: read only.
   // kInvalidArgument names the setting and its range; nothing is written then.
   StatusOr<NamespaceSettings> ConfigureNamespace(
       const std::string& ns, const std::vector<std::pair<std::string, std::string>>& changes = {});
+
+  // Partitions (docs/cluster.md): a namespace spread over several Redis Cluster slots. Enqueue
+  // sends each task to partition fnv1a32(task_id) mod P of its namespace (the count is re-read
+  // every 5 s); Cancel and ConfigureNamespace cover every partition.
+  // The namespace's partition count P (1 when never partitioned).
+  StatusOr<int> Partitions(const std::string& ns);
+  // Raises the count to `count` (1..1024), copying the namespace's settings to the new
+  // partitions, and returns the count in effect. It never shrinks: a lower count is
+  // kInvalidArgument ("count: must not be below the current 4 ..."); kVersionMismatch when the
+  // functions library in Redis predates partitions.
+  StatusOr<int> SetPartitions(const std::string& ns, int count);
 
   // Builds the Task a request would enqueue (task_id: options.task_id or a new UUIDv7;
   // created_at: now), validated. Does not touch Redis; thread-safe.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -15,7 +16,9 @@ import (
 )
 
 // Client is the producer: it enqueues tasks (now, delayed, at a time, idempotent) and cancels
-// them. It is safe for concurrent use; it holds a pool of Redis connections, each of which
+// them. In a namespace spread over partitions (docs/cluster.md, "Partitions") each task goes to
+// the partition of its id; the Client reads each namespace's partition count at its first use
+// and again when its copy is older than 5 s. It is safe for concurrent use; it holds a pool of Redis connections, each of which
 // checked the functions library version when it connected.
 type Client struct {
 	rdb          redis.UniversalClient // *redis.Client, or *redis.ClusterClient (redis+cluster://)
@@ -23,9 +26,11 @@ type Client struct {
 	queues       sync.Map              // "ns\x00type" -> *queue
 	waitReplicas int                   // WaitReplicas: WAIT after each enqueue call when > 0
 	waitTimeout  time.Duration
+	partitions   *partitionCounts // each namespace's partition count, read every 5 s
 }
 
-// queueOf returns the (cached) keys and enqueue batcher of a queue.
+// queueOf returns the (cached) keys and enqueue batcher of a queue; ns is a storage namespace
+// (a partition: NS or "NS:p").
 func (c *Client) queueOf(ns, taskType string) *queue {
 	id := ns + "\x00" + taskType
 	if q, ok := c.queues.Load(id); ok {
@@ -104,7 +109,12 @@ func NewClient(ctx context.Context, redisURL string, opts ...ClientOption) (*Cli
 		_ = rdb.Close()
 		return nil, fromRedis("connect", err)
 	}
-	c := &Client{rdb: rdb, waitReplicas: cfg.waitReplicas, waitTimeout: cfg.waitTimeout}
+	logger := cfg.logger
+	if logger == nil {
+		logger = slog.New(discardHandler{})
+	}
+	c := &Client{rdb: rdb, waitReplicas: cfg.waitReplicas, waitTimeout: cfg.waitTimeout,
+		partitions: newPartitionCounts(rdb, logger)}
 	if cfg.tracerProvider != nil {
 		c.tracer = cfg.tracerProvider.Tracer(instrumentationName)
 	}
@@ -148,7 +158,14 @@ func (c *Client) Enqueue(ctx context.Context, ns, taskType string, payload any, 
 		end(err)
 		return nil, err
 	}
-	r, err := c.queueOf(ns, taskType).submit(ctx, c, p)
+	counts, perr := c.partitions.get(ctx, []string{ns})
+	if perr != nil {
+		err := fromRedis("enqueue", perr)
+		end(err)
+		return nil, err
+	}
+	storage := StorageNamespace(ns, PartitionOf(p.task.ID, counts[ns]))
+	r, err := c.queueOf(storage, taskType).submit(ctx, c, p)
 	end(err)
 	if err != nil && r.TaskID == "" {
 		return nil, err
@@ -157,7 +174,8 @@ func (c *Client) Enqueue(ctx context.Context, ns, taskType string, payload any, 
 }
 
 // EnqueueMany enqueues many tasks, batched per (namespace, type) and pipelined in one round
-// trip; the results are in request order. Every request is validated first: one invalid request
+// trip (in a partitioned namespace, per partition and type: see PartitionOf); the results are in
+// request order. Every request is validated first: one invalid request
 // fails the call ("enqueue requests[3]: invalid_argument: max_retry: ...") and nothing is
 // written. If a call fails on the way (unavailable) some tasks may have been written and no
 // results come back: set TaskID on every request if you want to retry safely (the written ones
@@ -198,7 +216,18 @@ func (c *Client) enqueue(ctx context.Context, op string, requests []Request) ([]
 		end(err)
 		return nil, contextError(op, err) // nothing written
 	}
-	// Group by (namespace, type), keeping request order inside each group.
+	namespaces := make([]string, len(tasks))
+	for i := range tasks {
+		namespaces[i] = tasks[i].task.Namespace
+	}
+	counts, perr := c.partitions.get(ctx, namespaces)
+	if perr != nil {
+		err := fromRedis(op, perr)
+		end(err)
+		return nil, err
+	}
+	// Group by (storage namespace, type), keeping request order inside each group: each task in
+	// the partition of its id.
 	type group struct {
 		keys    *keySet
 		indexes []int
@@ -206,7 +235,8 @@ func (c *Client) enqueue(ctx context.Context, op string, requests []Request) ([]
 	var groups []*group
 	byQueue := map[[2]string]*group{}
 	for i := range tasks {
-		q := [2]string{tasks[i].task.Namespace, tasks[i].task.Type}
+		t := &tasks[i].task
+		q := [2]string{StorageNamespace(t.Namespace, PartitionOf(t.ID, counts[t.Namespace])), t.Type}
 		g := byQueue[q]
 		if g == nil {
 			g = &group{keys: c.queueOf(q[0], q[1]).keys}
@@ -452,7 +482,9 @@ func enqueueResult(id string, statusValue, detail any) (EnqueueResult, *Error) {
 }
 
 // Cancel cancels a task that has not started: queued, scheduled or waiting to retry. Errors:
-// not_found (no such live task), conflict (it is running or dead), invalid_argument.
+// not_found (no such live task), conflict (it is running or dead), invalid_argument. In a
+// partitioned namespace it looks in the id's partition first, then in the others (the task may
+// have been enqueued before the namespace grew).
 func (c *Client) Cancel(ctx context.Context, ns, taskID string) error {
 	if err := checkName("namespace", ns); err != nil {
 		err.Op = "cancel"
@@ -462,16 +494,32 @@ func (c *Client) Cancel(ctx context.Context, ns, taskID string) error {
 		err.Op = "cancel"
 		return err
 	}
-	record, err := c.rdb.HGet(ctx, newKeySet(ns, "").tasks, taskID).Result()
-	if err == redis.Nil {
-		return &Error{Op: "cancel", Code: CodeNotFound, Message: "no live task " + taskID + " in namespace " + ns}
-	}
+	counts, err := c.partitions.get(ctx, []string{ns})
 	if err != nil {
 		return fromRedis("cancel", err)
 	}
-	parts := strings.SplitN(record, "|", 4)
-	if len(parts) < 2 {
-		return errorf("cancel", "task record %q is malformed", record)
+	home := PartitionOf(taskID, counts[ns])
+	for i := 0; i < counts[ns]; i++ {
+		p := i
+		switch {
+		case i == 0:
+			p = home
+		case i <= home:
+			p = i - 1
+		}
+		storage := StorageNamespace(ns, p)
+		record, err := c.rdb.HGet(ctx, newKeySet(storage, "").tasks, taskID).Result()
+		if err == redis.Nil {
+			continue
+		}
+		if err != nil {
+			return fromRedis("cancel", err)
+		}
+		parts := strings.SplitN(record, "|", 4)
+		if len(parts) < 2 {
+			return errorf("cancel", "task record %q is malformed", record)
+		}
+		return fromRedis("cancel", fcallCancel(ctx, c.rdb, newKeySet(storage, parts[1]), taskID).Err())
 	}
-	return fromRedis("cancel", fcallCancel(ctx, c.rdb, newKeySet(ns, parts[1]), taskID).Err())
+	return &Error{Op: "cancel", Code: CodeNotFound, Message: "no live task " + taskID + " in namespace " + ns}
 }

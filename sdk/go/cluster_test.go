@@ -288,6 +288,8 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("Partitions", func(t *testing.T) { testClusterPartitions(t, cl) })
+
 	t.Run("WaitReplicas", func(t *testing.T) {
 		nss := cl.spreadNamespaces(t, "gocl-wait")
 		one, err := baton.NewClient(ctx, cl.URL, baton.WaitReplicas(1))

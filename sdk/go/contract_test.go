@@ -67,6 +67,9 @@ func TestContractFixtures(t *testing.T) {
 	valid, invalid := 0, 0
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		if name == "partitions" { // the partition rule's vectors, not a task: TestPartitionFixtures
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
 			data, err := os.ReadFile(file)
 			if err != nil {

@@ -16,12 +16,21 @@ type leaseKeeper struct {
 	w    *Worker
 	stop chan struct{}
 	done chan struct{}
+	poke chan struct{} // cap 1: runners were added (new partitions)
 }
 
 func startLeaseKeeper(w *Worker) *leaseKeeper {
-	k := &leaseKeeper{w: w, stop: make(chan struct{}), done: make(chan struct{})}
+	k := &leaseKeeper{w: w, stop: make(chan struct{}), done: make(chan struct{}), poke: make(chan struct{}, 1)}
 	go k.loop()
 	return k
+}
+
+// added tells the keeper that the worker has new runners.
+func (k *leaseKeeper) added() {
+	select {
+	case k.poke <- struct{}{}:
+	default:
+	}
 }
 
 func (k *leaseKeeper) close() {
@@ -31,56 +40,70 @@ func (k *leaseKeeper) close() {
 
 func (k *leaseKeeper) loop() {
 	defer close(k.done)
-	runners := k.w.runners
-	period := make([]time.Duration, len(runners))
-	next := make([]time.Time, len(runners))
-	shortest := time.Duration(1<<63 - 1)
-	start := time.Now()
-	for i, r := range runners {
-		period[i] = max(time.Duration(r.leaseMs)*time.Millisecond/3, time.Millisecond)
-		next[i] = start.Add(period[i])
-		shortest = min(shortest, period[i])
+	period := func(r *runner) time.Duration {
+		return max(time.Duration(r.leaseMs)*time.Millisecond/3, time.Millisecond)
 	}
-	bo := newBackoff(100*time.Millisecond, shortest)
-	timer := time.NewTimer(shortest)
+	next := map[*runner]time.Time{}
+	shortest := time.Duration(1<<63 - 1)
+	var bo *backoff
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		wake := next[0]
-		for _, t := range next[1:] {
-			if t.Before(wake) {
-				wake = t
+		// The runner list grows when the worker serves new partitions: a new runner's first beat
+		// is one period after the keeper first sees it (its tasks were leased after that).
+		runners := k.w.allRunners()
+		now := time.Now()
+		for _, r := range runners {
+			if _, ok := next[r]; !ok {
+				next[r] = now.Add(period(r))
+				if p := period(r); p < shortest || bo == nil {
+					shortest = min(shortest, p)
+					bo = newBackoff(100*time.Millisecond, shortest)
+				}
+			}
+		}
+		wake := now.Add(time.Hour)
+		for _, t := range next {
+			wake = minTime(wake, t)
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
 			}
 		}
 		timer.Reset(time.Until(wake))
 		select {
 		case <-k.stop:
 			return
+		case <-k.poke:
+			continue
 		case <-timer.C:
 		}
-		now := time.Now()
-		var due []int
-		for i := range runners {
-			if !next[i].After(now) {
-				due = append(due, i)
+		now = time.Now()
+		var due []*runner
+		for _, r := range runners {
+			if !next[r].After(now) {
+				due = append(due, r)
 			}
 		}
 		if err := k.beat(now, due); err != nil {
 			k.w.cfg.logger.Warn("baton worker: heartbeat", "error", err)
 			retry := now.Add(bo.Next())
-			for _, i := range due {
-				next[i] = minTime(retry, now.Add(period[i]))
+			for _, r := range due {
+				next[r] = minTime(retry, now.Add(period(r)))
 			}
 			continue
 		}
 		bo.Reset()
-		for _, i := range due {
-			next[i] = now.Add(period[i])
+		for _, r := range due {
+			next[r] = now.Add(period(r))
 		}
 	}
 }
 
 // beat extends the held tasks of the due runners in one round trip.
-func (k *leaseKeeper) beat(now time.Time, due []int) error {
+func (k *leaseKeeper) beat(now time.Time, due []*runner) error {
 	ctx := context.Background()
 	pipe := k.w.rdb.Pipeline()
 	type sent struct {
@@ -89,8 +112,7 @@ func (k *leaseKeeper) beat(now time.Time, due []int) error {
 		cmd   *redis.Cmd
 	}
 	var calls []sent
-	for _, i := range due {
-		r := k.w.runners[i]
+	for _, r := range due {
 		items := r.heldTasks(now)
 		if len(items) == 0 {
 			continue

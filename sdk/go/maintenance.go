@@ -53,6 +53,18 @@ func startMaintenance(w *Worker) *maintenance {
 	return m
 }
 
+// add plans the calls of a runner started after the others (a new partition), due now.
+func (m *maintenance) add(r *runner) {
+	now := time.Now()
+	m.mu.Lock()
+	m.plans[r] = &maintPlan{promoteAt: now, reclaimAt: now}
+	m.mu.Unlock()
+	select {
+	case m.ring <- struct{}{}:
+	default:
+	}
+}
+
 func (m *maintenance) close() {
 	close(m.stop)
 	<-m.done

@@ -2,8 +2,11 @@ package baton
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // namespaceSetting is one setting of baton_v2_configure (generated from contract/protocol.json).
@@ -20,7 +23,8 @@ func (c *Client) NamespaceSettings(ctx context.Context, ns string) (map[string]i
 
 // Configure changes settings of a namespace (name -> value; a negative value puts the default
 // back) and returns the effective settings. A value out of its range is refused
-// (invalid_argument naming the setting) and nothing is written.
+// (invalid_argument naming the setting) and nothing is written. A partitioned namespace has its
+// settings written in every partition (one round trip); the result is partition 0's.
 func (c *Client) Configure(ctx context.Context, ns string, settings map[string]int64) (map[string]int64, error) {
 	var items []configureItem
 	for _, name := range sortedKeys(settings) {
@@ -45,7 +49,45 @@ func configure(ctx context.Context, c *Client, ns string, items []configureItem)
 		err.Op = "configure"
 		return nil, err
 	}
-	return readSettings(fcallConfigure(ctx, c.rdb, newKeySet(ns, ""), items).Result())
+	if len(items) == 0 { // a read: partition 0 speaks for the namespace
+		return readSettings(fcallConfigure(ctx, c.rdb, newKeySet(ns, ""), nil).Result())
+	}
+	counts, err := c.partitions.get(ctx, []string{ns})
+	if err != nil {
+		return nil, fromRedis("configure", err)
+	}
+	if counts[ns] == 1 {
+		return readSettings(fcallConfigure(ctx, c.rdb, newKeySet(ns, ""), items).Result())
+	}
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, counts[ns])
+	for p := range cmds {
+		cmds[p] = fcallConfigure(ctx, pipe, newKeySet(StorageNamespace(ns, p), ""), items)
+	}
+	if err := execPipeline(ctx, pipe); err != nil {
+		return nil, fromRedis("configure", err)
+	}
+	first, err := readSettings(cmds[0].Result())
+	if err != nil {
+		return nil, err
+	}
+	for p := 1; p < len(cmds); p++ {
+		if _, err := readSettings(cmds[p].Result()); err != nil {
+			return nil, withPartition(err, StorageNamespace(ns, p))
+		}
+	}
+	return first, nil
+}
+
+// withPartition names the storage namespace in an error of one of its calls.
+func withPartition(err error, storage string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		c := *e
+		c.Message += " (partition " + storage + ")"
+		return &c
+	}
+	return err
 }
 
 // readSettings decodes baton_v2_configure's flat [setting, integer, ...] reply.

@@ -2,6 +2,7 @@ package baton
 
 import (
 	"encoding/json"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -117,6 +118,7 @@ type clientConfig struct {
 	tracerProvider trace.TracerProvider
 	waitReplicas   int           // WaitReplicas (0: no WAIT)
 	waitTimeout    time.Duration // WaitTimeout
+	logger         *slog.Logger  // WithLogger (nil: nowhere)
 }
 
 type sharedOption struct {

@@ -11,7 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// runner is everything a Worker runs for one (namespace, task type): a fetcher goroutine, a
+// runner is everything a Worker runs for one (namespace, task type) in one partition of the
+// namespace (docs/cluster.md, "Partitions"; partition 0 is the namespace itself): a fetcher goroutine, a
 // fixed pool of handler goroutines and a blockWaiter. The fetcher asks baton_v2_dequeue for at
 // most as many tasks as the pool has idle goroutines (a fetched task is leased to this consumer,
 // so it never fetches ahead), and sends the finished tasks' baton_v2_ack (batched) and
@@ -19,8 +20,9 @@ import (
 // Types never share goroutines, so one type's backlog or slowness cannot delay another.
 type runner struct {
 	w           *Worker
-	ns, typ     string
-	keys        *keySet
+	ns, typ     string  // the registered namespace (what handlers see) and type
+	storage     string  // the partition's storage namespace: ns, or "ns:p"
+	keys        *keySet // of storage
 	handler     Handler
 	name        string // the handler, for error records
 	concurrency int
@@ -62,9 +64,10 @@ type completion struct {
 // acksPerCall is the most tasks one baton_v2_ack call carries.
 const acksPerCall = 256
 
-func newRunner(w *Worker, ns, typ string, h Handler, tc typeConfig) *runner {
+func newRunner(w *Worker, ns string, partition int, typ string, h Handler, tc typeConfig) *runner {
+	storage := StorageNamespace(ns, partition)
 	return &runner{
-		w: w, ns: ns, typ: typ, keys: newKeySet(ns, typ), handler: h, name: handlerName(h),
+		w: w, ns: ns, typ: typ, storage: storage, keys: newKeySet(storage, typ), handler: h, name: handlerName(h),
 		concurrency: tc.concurrency, retry: tc.retry, lease: tc.lease,
 		rng:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		running:   map[string]*attemptState{},
@@ -130,6 +133,10 @@ func (r *runner) sleep(d time.Duration) {
 }
 
 func (r *runner) logError(msg string, err error) {
+	if r.storage != r.ns {
+		r.w.cfg.logger.Warn("baton worker: "+msg, "namespace", r.ns, "partition", r.storage, "type", r.typ, "error", err)
+		return
+	}
 	r.w.cfg.logger.Warn("baton worker: "+msg, "namespace", r.ns, "type", r.typ, "error", err)
 }
 

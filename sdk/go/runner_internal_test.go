@@ -25,7 +25,7 @@ func TestLeaseLostBeforeTheHandlerStartsCancelsIt(t *testing.T) {
 		}
 		return nil
 	})
-	r := newRunner(w, "ns", "t", h, typeConfig{concurrency: 1, retry: DefaultRetryPolicy})
+	r := newRunner(w, "ns", 0, "t", h, typeConfig{concurrency: 1, retry: DefaultRetryPolicy})
 	// A payload near the size limit, so that decoding it keeps the attempt between its
 	// registration and the handler's start for a while.
 	payload := `{"n":[1` + strings.Repeat(",1", MaxPayloadBytes/2-16) + `]}`

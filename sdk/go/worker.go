@@ -50,7 +50,10 @@ type Stats struct {
 
 // Worker runs handlers for (namespace, task type) pairs: register them with Handle or
 // HandleFunc, then Start (or Run). Each type has its own fetcher goroutine, goroutine pool and
-// blocking connection, so a slow or backlogged type never delays another. At-least-once: a task
+// blocking connection, so a slow or backlogged type never delays another. In a namespace spread
+// over P partitions (docs/cluster.md, "Partitions") each type has all that in every partition
+// (so at most P x concurrency tasks of the type at once); the worker reads P again every 5 s and
+// serves new partitions without a restart. At-least-once: a task
 // is acked only after its handler returned nil; every task the worker takes is leased to it in
 // Redis and the lease is extended while the handler runs.
 //
@@ -59,8 +62,12 @@ type Worker struct {
 	url      string
 	cfg      workerConfig
 	consumer string
-	runners  []*runner
+	regs     []*registration
 	byQueue  map[[2]string]bool
+
+	runMu   sync.Mutex // guards runners, which the partition watcher extends
+	runners []*runner  // one per (registration, partition served)
+	watch   *partitionWatcher
 
 	mu       sync.Mutex
 	started  bool
@@ -206,8 +213,22 @@ func (w *Worker) Handle(ns, taskType string, h Handler, opts ...TypeOption) erro
 		return &Error{Op: "handle", Code: CodeAlreadyExists, Message: "a handler for (" + ns + ", " + taskType + ") is registered"}
 	}
 	w.byQueue[q] = true
-	w.runners = append(w.runners, newRunner(w, ns, taskType, h, tc))
+	w.regs = append(w.regs, &registration{ns: ns, typ: taskType, handler: h, tc: tc})
 	return nil
+}
+
+// registration is one Handle call.
+type registration struct {
+	ns, typ string
+	handler Handler
+	tc      typeConfig
+}
+
+// allRunners is a snapshot of the runners.
+func (w *Worker) allRunners() []*runner {
+	w.runMu.Lock()
+	defer w.runMu.Unlock()
+	return append([]*runner(nil), w.runners...)
 }
 
 // Start connects, checks the functions library version, adds the namespaces to
@@ -223,10 +244,13 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.started {
 		return &Error{Op: "start", Code: CodeConflict, Message: "the worker already started"}
 	}
-	if len(w.runners) == 0 {
+	if len(w.regs) == 0 {
 		return workerInvalid("handlers", "register at least one handler before Start")
 	}
-	rdb, err := newRedis(w.url, w.cfg.redisOptions, 2*len(w.runners)+2)
+	// Each runner holds up to two connections (its blocking XREAD's and its fetcher's round
+	// trips); the pool opens them on demand, so room for every partition a namespace may grow to
+	// costs nothing until it is used.
+	rdb, err := newRedis(w.url, w.cfg.redisOptions, 2*len(w.regs)*MaxPartitions+2)
 	if err != nil {
 		return err
 	}
@@ -234,33 +258,27 @@ func (w *Worker) Start(ctx context.Context) error {
 		_ = rdb.Close()
 		return fromRedis("start", err)
 	}
-	leases := map[string]int64{}
-	for _, r := range w.runners {
-		if r.lease != 0 {
-			r.leaseMs = r.lease.Milliseconds()
-			continue
-		}
-		if _, ok := leases[r.ns]; !ok {
-			settings, err := readSettings(fcallConfigure(ctx, rdb, newKeySet(r.ns, ""), nil).Result())
-			if err != nil {
-				_ = rdb.Close()
-				return withOp("start", err)
-			}
-			leases[r.ns] = settings["lease_ms"]
-			if leases[r.ns] <= 0 {
-				leases[r.ns] = defaultLeaseMs
-			}
-		}
-		r.leaseMs = leases[r.ns]
+	w.rdb = rdb
+	w.watch = newPartitionWatcher(w)
+	counts, err := readPartitionCounts(ctx, rdb, w.cfg.logger, w.watch.namespaces)
+	if err != nil {
+		_ = rdb.Close()
+		return fromRedis("start", err)
 	}
+	runners, err := w.newRunners(ctx, w.watch.unserved(counts))
+	if err != nil {
+		_ = rdb.Close()
+		return withOp("start", err)
+	}
+	w.watch.served(counts)
+	w.runners = runners
 	namespaces := map[string]bool{}
-	for _, r := range w.runners {
+	for _, r := range w.regs {
 		if !namespaces[r.ns] {
 			namespaces[r.ns] = true
 			_ = rdb.SAdd(ctx, globalKeyNamespaces, r.ns).Err()
 		}
 	}
-	w.rdb = rdb
 	w.baseCtx = context.WithoutCancel(ctx)
 	if w.cfg.tracerProvider != nil {
 		w.tracer = w.cfg.tracerProvider.Tracer(instrumentationName)
@@ -272,6 +290,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		r.start()
 	}
 	w.keeper = startLeaseKeeper(w)
+	go w.watch.loop()
 	w.started = true
 	return nil
 }
@@ -312,22 +331,24 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.stopDone = make(chan struct{})
 	w.mu.Unlock()
 
-	for _, r := range w.runners {
+	w.watch.close() // no runner is added from here on
+	runners := w.allRunners()
+	for _, r := range runners {
 		r.beginStop()
 	}
 	var err error
-	if !w.waitFetchers(ctx.Done()) {
+	if !waitFetchers(runners, ctx.Done()) {
 		err = ctx.Err()
-		for _, r := range w.runners {
+		for _, r := range runners {
 			r.abandon()
 		}
-		w.waitFetchers(nil)
+		waitFetchers(runners, nil)
 	}
 	w.keeper.close()
 	if w.maint != nil {
 		w.maint.close()
 	}
-	for _, r := range w.runners {
+	for _, r := range runners {
 		<-r.waiter.done // its connection goes back to the pool before the pool closes
 	}
 	_ = w.rdb.Close()
@@ -337,8 +358,8 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 }
 
 // waitFetchers waits for every fetcher to exit; false when cancel closed first.
-func (w *Worker) waitFetchers(cancel <-chan struct{}) bool {
-	for _, r := range w.runners {
+func waitFetchers(runners []*runner, cancel <-chan struct{}) bool {
+	for _, r := range runners {
 		select {
 		case <-r.fetcherDone:
 		case <-cancel:

@@ -101,13 +101,21 @@ func WithMaintenance(on bool) WorkerOption {
 }
 
 // WithLogger sets where the worker reports what it cannot return (a lost connection, a refused
-// ack). Default: nowhere (a library does not write to stderr on its own).
-func WithLogger(l *slog.Logger) WorkerOption {
-	return workerOption(func(c *workerConfig) {
-		if l != nil {
-			c.logger = l
-		}
-	})
+// ack), and where a Client and a Worker report a partition count in baton:v2:partitions that is
+// not an integer (they use 1). Default: nowhere (a library does not write to stderr on its own).
+func WithLogger(l *slog.Logger) Option {
+	return sharedOption{
+		client: func(c *clientConfig) {
+			if l != nil {
+				c.logger = l
+			}
+		},
+		worker: func(c *workerConfig) {
+			if l != nil {
+				c.logger = l
+			}
+		},
+	}
 }
 
 // WithRetry sets the default retry backoff of every task type (default DefaultRetryPolicy).

@@ -61,6 +61,7 @@ const (
 	globalKeyCronJobs   = "baton:cron"
 	globalKeyCronState  = "baton:cron:state"
 	globalKeyNamespaces = "baton:v2:namespaces"
+	globalKeyPartitions = "baton:v2:partitions"
 )
 
 // Pub/sub channels of the functions and batond.
@@ -81,6 +82,16 @@ var namespaceSettings = []namespaceSetting{
 
 // defaultLeaseMs is the namespace lease_ms default (contract/protocol.json).
 const defaultLeaseMs = 30000
+
+// The partition rule (contract/protocol.json "partitions"): a task goes to partition
+// fnv1a32(task_id) mod P of the P in HGET baton:v2:partitions NS; partition p > 0 is the storage namespace NS:p.
+const (
+	// MaxPartitions is the most partitions a namespace can have; a larger stored count counts as this.
+	MaxPartitions                  = 1024
+	partitionRefreshSeconds        = 5 // how old a cached partition count may get
+	fnv1a32OffsetBasis      uint32 = 2166136261
+	fnv1a32Prime            uint32 = 16777619
+)
 
 // fcallVersion calls baton_v2_version.
 // KEYS: none.

@@ -16,8 +16,9 @@ std::vector<EnqueueCall> PlanEnqueueCalls(std::span<const EnqueueItem> items,
   std::map<std::pair<std::string, std::string>, std::size_t> group_of;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const Task& task = items[i].task;
-    auto [it, inserted] = group_of.try_emplace({task.ns, task.task_type}, groups.size());
-    if (inserted) groups.push_back({task.ns, task.task_type, {}});
+    const std::string& ns = items[i].storage_ns.empty() ? task.ns : items[i].storage_ns;
+    auto [it, inserted] = group_of.try_emplace({ns, task.task_type}, groups.size());
+    if (inserted) groups.push_back({ns, task.task_type, {}});
     groups[it->second].items.push_back(i);
   }
   std::vector<EnqueueCall> calls;

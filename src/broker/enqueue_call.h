@@ -23,17 +23,21 @@ struct EnqueueItem {
   std::int64_t run_at_ms = 0;  // 0: server now + delay_seconds
   std::string unique_key;      // "" = none
   std::int64_t unique_ttl_s = 0;
+  // The storage namespace whose keys the task goes to: a partition "ns:p" of a partitioned
+  // namespace (broker/partitions.h), or "" for task.ns itself.
+  std::string storage_ns;
 };
 
-// One baton_enqueue call: positions into the item list, all of one (ns, type), in request order.
+// One baton_enqueue call: positions into the item list, all of one (storage ns, type), in request
+// order.
 struct EnqueueCall {
   std::string ns;
   std::string task_type;
   std::vector<std::size_t> items;
 };
 
-// Groups items by (ns, task_type) in order of first appearance, each group split into calls of at
-// most `max_per_call` (> 0) items. Every item appears in exactly one call.
+// Groups items by (storage ns, task_type) in order of first appearance, each group split into calls
+// of at most `max_per_call` (> 0) items. Every item appears in exactly one call.
 std::vector<EnqueueCall> PlanEnqueueCalls(std::span<const EnqueueItem> items,
                                           std::size_t max_per_call = kMaxTasksPerEnqueueCall);
 

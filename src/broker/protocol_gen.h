@@ -77,6 +77,7 @@ inline constexpr std::string_view kErrorConflict = "BATON_CONFLICT";
 inline constexpr std::string_view kGlobalNamespaces = "baton:v2:namespaces";
 inline constexpr std::string_view kGlobalCronJobs = "baton:cron";
 inline constexpr std::string_view kGlobalCronState = "baton:cron:state";
+inline constexpr std::string_view kGlobalPartitions = "baton:v2:partitions";
 inline constexpr std::string_view kChannelWakeup = "baton:v2:wakeup";
 inline constexpr std::string_view kChannelTypes = "baton:v2:types";
 inline constexpr std::string_view kChannelCronChanged = "baton:cron:changed";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -13,8 +14,10 @@
 #include "broker/functions.h"
 #include "broker/keys.h"
 #include "broker/namespace_settings.h"
+#include "broker/partitions.h"
 #include "broker/redis_connection.h"
 #include "broker/redis_open.h"
+#include "client/partition_admin.h"
 #include "core/task_rules.h"
 
 namespace baton {
@@ -84,6 +87,8 @@ struct Client::Impl {
   std::unique_ptr<internal::RedisConnection> connection;
   // Namespaces this client has already recorded in baton:v2:namespaces.
   std::unordered_set<std::string> known_namespaces;
+  // Partition counts of the namespaces enqueued to (docs/cluster.md, "Partitions").
+  internal::PartitionCounts partitions;
 
   // A broken connection is reopened (and the library version checked again: the server may have
   // restarted empty) before the next operation.
@@ -93,12 +98,47 @@ struct Client::Impl {
     return internal::CheckFunctionLibrary(*connection);
   }
 
-  StatusOr<std::vector<EnqueueResult>> Submit(const std::vector<EnqueueItem>& items);
+  // Sets each item's storage_ns to its partition (reading stale partition counts first).
+  Status AssignPartitions(std::vector<EnqueueItem>& items);
+  StatusOr<std::vector<EnqueueResult>> Submit(std::vector<EnqueueItem>& items);
+  // The storage namespaces of `ns`: its task's partition first, then the others.
+  StatusOr<std::vector<std::string>> PartitionsToSearch(const std::string& ns,
+                                                        const std::string& task_id);
 };
 
-StatusOr<std::vector<EnqueueResult>> Client::Impl::Submit(const std::vector<EnqueueItem>& items) {
+Status Client::Impl::AssignPartitions(std::vector<EnqueueItem>& items) {
+  std::vector<std::string> namespaces;  // distinct; usually one
+  for (const EnqueueItem& item : items) {
+    if (std::find(namespaces.begin(), namespaces.end(), item.task.ns) == namespaces.end()) {
+      namespaces.push_back(item.task.ns);
+    }
+  }
+  if (Status s = partitions.Refresh(*connection, namespaces); !s.ok()) return s;
+  for (EnqueueItem& item : items) {
+    const int count = partitions.Count(item.task.ns);
+    item.storage_ns = count > 1 ? internal::PartitionNamespace(
+                                      item.task.ns, internal::PartitionOf(item.task.task_id, count))
+                                : std::string();
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<std::string>> Client::Impl::PartitionsToSearch(const std::string& ns,
+                                                                    const std::string& task_id) {
+  if (Status s = partitions.Refresh(*connection, {ns}); !s.ok()) return s;
+  const int count = partitions.Count(ns);
+  const int first = internal::PartitionOf(task_id, count);
+  std::vector<std::string> storage = {internal::PartitionNamespace(ns, first)};
+  for (int p = 0; p < count; ++p) {
+    if (p != first) storage.push_back(internal::PartitionNamespace(ns, p));
+  }
+  return storage;
+}
+
+StatusOr<std::vector<EnqueueResult>> Client::Impl::Submit(std::vector<EnqueueItem>& items) {
   if (items.empty()) return std::vector<EnqueueResult>();
   if (Status s = EnsureConnected(); !s.ok()) return s;
+  if (Status s = AssignPartitions(items); !s.ok()) return s;
 
   // baton:v2:namespaces is a plain directory outside any function: one SADD per new namespace per
   // client, riding in the same round trip as the enqueues.
@@ -247,13 +287,26 @@ Status Client::Cancel(const std::string& ns, const std::string& task_id) {
   }
   if (Status s = impl_->EnsureConnected(); !s.ok()) return s.WithContext("cancel");
   internal::RedisConnection& connection = *impl_->connection;
-  const internal::Keys keys(ns);
+  StatusOr<std::vector<std::string>> storage = impl_->PartitionsToSearch(ns, task_id);
+  if (!storage.ok()) return storage.status().WithContext("cancel");
 
-  // The record "STATE|TYPE|ATTEMPT|SID" names the type, hence the stream and scheduled keys.
-  StatusOr<Reply> record = connection.Command({"HGET", keys.Tasks(), task_id});
-  if (!record.ok()) return record.status().WithContext("cancel");
-  if (record->is_error()) return internal::StatusFromErrorReply(*record).WithContext("cancel");
-  if (record->is_nil()) {
+  // The record "STATE|TYPE|ATTEMPT|SID" names the type, hence the stream and scheduled keys. A
+  // partitioned namespace: the id's partition first (where every producer puts it), then the
+  // others (a task enqueued before the partition count grew).
+  std::optional<Reply> record;
+  std::string storage_ns;
+  for (const std::string& candidate : *storage) {
+    StatusOr<Reply> found =
+        connection.Command({"HGET", internal::Keys(candidate).Tasks(), task_id});
+    if (!found.ok()) return found.status().WithContext("cancel");
+    if (found->is_error()) return internal::StatusFromErrorReply(*found).WithContext("cancel");
+    if (!found->is_nil()) {
+      record = std::move(found).value();
+      storage_ns = candidate;
+      break;
+    }
+  }
+  if (!record) {
     return Status::NotFound("cancel: no live task " + task_id + " in namespace " + ns);
   }
   const std::string text = record->AsString();
@@ -264,7 +317,7 @@ Status Client::Cancel(const std::string& ns, const std::string& task_id) {
   }
   const std::string type = text.substr(first + 1, second - first - 1);
 
-  StatusOr<Reply> reply = connection.Command(internal::fn::Cancel(ns, type, task_id));
+  StatusOr<Reply> reply = connection.Command(internal::fn::Cancel(storage_ns, type, task_id));
   if (!reply.ok()) return reply.status().WithContext("cancel");
   if (reply->is_error()) return internal::StatusFromErrorReply(*reply).WithContext("cancel");
   if (reply->AsString() != "cancelled") {
@@ -279,11 +332,46 @@ StatusOr<NamespaceSettings> Client::ConfigureNamespace(
     return s.WithContext("configure");
   }
   if (Status s = impl_->EnsureConnected(); !s.ok()) return s.WithContext("configure");
-  StatusOr<Reply> reply = impl_->connection->Command(internal::fn::Configure(ns, changes));
-  if (!reply.ok()) return reply.status().WithContext("configure");
+  // Every partition of the namespace gets the same settings, in one pipeline; partition 0's reply
+  // is the answer (all the same unless one was hand-edited).
+  if (Status s = impl_->partitions.Refresh(*impl_->connection, {ns}); !s.ok()) {
+    return s.WithContext("configure");
+  }
+  const int count = changes.empty() ? 1 : impl_->partitions.Count(ns);
+  for (int p = 0; p < count; ++p) {
+    impl_->connection->Append(
+        internal::fn::Configure(internal::PartitionNamespace(ns, p), changes));
+  }
+  StatusOr<std::vector<Reply>> replies = impl_->connection->Flush();
+  if (!replies.ok()) return replies.status().WithContext("configure");
+  for (const Reply& r : *replies) {
+    if (r.is_error()) return internal::StatusFromErrorReply(r).WithContext("configure");
+  }
+  const Reply* reply = &replies->front();
   StatusOr<NamespaceSettings> settings = internal::ParseNamespaceSettings(*reply);
   if (!settings.ok()) return settings.status().WithContext("configure");
   return settings;
+}
+
+StatusOr<int> Client::Partitions(const std::string& ns) {
+  if (Status s = internal::task_rules::CheckName("namespace", ns); !s.ok()) {
+    return s.WithContext("partitions");
+  }
+  if (Status s = impl_->EnsureConnected(); !s.ok()) return s.WithContext("partitions");
+  StatusOr<int> count = internal::ReadPartitionCount(*impl_->connection, ns);
+  if (!count.ok()) return count.status().WithContext("partitions");
+  return count;
+}
+
+StatusOr<int> Client::SetPartitions(const std::string& ns, int count) {
+  if (Status s = internal::task_rules::CheckName("namespace", ns); !s.ok()) {
+    return s.WithContext("partitions");
+  }
+  if (Status s = impl_->EnsureConnected(); !s.ok()) return s.WithContext("partitions");
+  StatusOr<int> now = internal::GrowPartitions(*impl_->connection, ns, count);
+  if (!now.ok()) return now.status().WithContext("partitions");
+  impl_->partitions.Set(ns, *now);  // this client's next enqueue uses it at once
+  return now;
 }
 
 }  // namespace baton

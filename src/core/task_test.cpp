@@ -28,7 +28,12 @@ std::vector<std::filesystem::path> FixturePaths() {
   std::vector<std::filesystem::path> paths;
   for (const auto& entry : std::filesystem::directory_iterator(
            std::filesystem::path(BATON_CONTRACT_DIR) / "fixtures")) {
-    if (entry.path().extension() == ".json") paths.push_back(entry.path());
+    // Task documents are valid_*.json and invalid_*.json (partitions.json holds other vectors).
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() == ".json" &&
+        (name.starts_with("valid_") || name.starts_with("invalid_"))) {
+      paths.push_back(entry.path());
+    }
   }
   std::sort(paths.begin(), paths.end());
   return paths;

@@ -7,6 +7,7 @@
 #include "broker/function_library.h"
 #include "broker/key_scan.h"
 #include "broker/keys.h"
+#include "broker/partitions.h"
 #include "broker/redis_open.h"
 #include "core/task_rules.h"
 
@@ -86,7 +87,11 @@ StatusOr<std::vector<std::string>> KnownNamespaces(InspectorCore& core) {
   return std::vector<std::string>(found.begin(), found.end());
 }
 
-Status CheckNamespaceArg(std::string_view ns) { return task_rules::CheckName("namespace", ns); }
+Status CheckNamespaceArg(std::string_view ns) {
+  // A partition "NS:p" of a namespace is inspected like a namespace (docs/cluster.md).
+  if (IsValidStorageNamespace(ns)) return Status::Ok();
+  return task_rules::CheckName("namespace", ns);
+}
 
 Status CheckTypeArg(std::string_view type) { return task_rules::CheckName("task_type", type); }
 

@@ -1,6 +1,7 @@
 #include "inspect/task_lookup.h"
 
 #include "broker/keys.h"
+#include "broker/partitions.h"
 #include "inspect/event_scan.h"
 #include "inspect/lease_scan.h"
 
@@ -140,12 +141,9 @@ void FillDoneFromEvents(const TaskTimeline& timeline, TaskInfo& info) {
   }
 }
 
-}  // namespace
-
-StatusOr<TaskLookup> LookupTask(InspectorCore& core, const std::string& ns, const std::string& id,
-                                bool with_events) {
-  if (Status s = CheckNamespaceArg(ns); !s.ok()) return s;
-  if (Status s = CheckTaskIdArg(id); !s.ok()) return s;
+// LookupTask in one storage namespace (a namespace, or one partition of it).
+StatusOr<TaskLookup> LookupTaskIn(InspectorCore& core, const std::string& ns, const std::string& id,
+                                  bool with_events) {
   Keys keys(ns);
   auto now = core.ServerTimeMs();
   if (!now.ok()) return now.status();
@@ -197,6 +195,34 @@ StatusOr<TaskLookup> LookupTask(InspectorCore& core, const std::string& ns, cons
     }
   }
   return lookup;
+}
+
+}  // namespace
+
+StatusOr<TaskLookup> LookupTask(InspectorCore& core, const std::string& ns, const std::string& id,
+                                bool with_events) {
+  if (Status s = CheckNamespaceArg(ns); !s.ok()) return s;
+  if (Status s = CheckTaskIdArg(id); !s.ok()) return s;
+  if (PartitionNumber(ns) != 0) return LookupTaskIn(core, ns, id, with_events);
+  // A partitioned namespace: the id's partition (where producers put it), then the others (a task
+  // enqueued before the count grew). The error names the namespace, not a partition.
+  auto count = core.Pipeline({{"HGET", std::string(kPartitionsKey), ns}});
+  if (!count.ok()) return count.status();
+  const int partitions = ParsePartitionCount(count->front());
+  const int first = PartitionOf(id, partitions);
+  StatusOr<TaskLookup> found = LookupTaskIn(core, PartitionNamespace(ns, first), id, with_events);
+  for (int p = 0; p < partitions && !found.ok() && found.status().code() == StatusCode::kNotFound;
+       ++p) {
+    if (p != first) found = LookupTaskIn(core, PartitionNamespace(ns, p), id, with_events);
+  }
+  if (!found.ok() && found.status().code() == StatusCode::kNotFound && partitions > 1) {
+    return Status::NotFound("task " + id + " not found in namespace " + ns + " (any of its " +
+                            std::to_string(partitions) +
+                            " partitions): no live record and no final state (never enqueued "
+                            "here, or it finished longer ago than the namespace's "
+                            "done_retention_s)");
+  }
+  return found;
 }
 
 }  // namespace baton::internal

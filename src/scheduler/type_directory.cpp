@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "broker/keys.h"
+#include "broker/partitions.h"
 
 namespace baton::internal {
 
@@ -14,7 +15,9 @@ TypeDirectory::TypeDirectory(std::vector<std::string> namespaces)
       }()) {}
 
 bool TypeDirectory::Serves(std::string_view ns) const {
-  return namespaces_.empty() || std::binary_search(namespaces_.begin(), namespaces_.end(), ns);
+  // A partition "NS:p" is served with its namespace.
+  return namespaces_.empty() ||
+         std::binary_search(namespaces_.begin(), namespaces_.end(), BaseNamespace(ns));
 }
 
 bool TypeDirectory::Add(const TypeRef& type) {
@@ -92,7 +95,13 @@ StatusOr<std::vector<TypeRef>> TypeDirectory::Refresh(RedisConnection& conn, boo
       namespaces.insert(scanned->begin(), scanned->end());
     }
   } else {
-    namespaces.insert(namespaces_.begin(), namespaces_.end());
+    // The configured namespaces and every partition of each.
+    StatusOr<std::vector<int>> counts = ReadPartitionCounts(conn, namespaces_);
+    if (!counts.ok()) return counts.status();
+    for (std::size_t i = 0; i < namespaces_.size(); ++i) {
+      for (int p = 0; p < (*counts)[i]; ++p)
+        namespaces.insert(PartitionNamespace(namespaces_[i], p));
+    }
   }
   StatusOr<std::vector<TypeRef>> found =
       ListTypes(conn, std::vector<std::string>(namespaces.begin(), namespaces.end()));

@@ -5,6 +5,7 @@
 #include "baton/task.h"
 #include "broker/key_scan.h"
 #include "broker/keys.h"
+#include "broker/partitions.h"
 
 namespace baton::internal {
 
@@ -31,7 +32,7 @@ StatusOr<std::vector<std::string>> ListRegisteredNamespaces(RedisConnection& con
   if (!reply.ok()) return reply.status();
   StatusOr<std::vector<std::string>> members = Members(*reply);
   if (!members.ok()) return members.status();
-  std::erase_if(*members, [](const std::string& ns) { return !IsValidName(ns); });
+  std::erase_if(*members, [](const std::string& ns) { return !IsValidStorageNamespace(ns); });
   SortUnique(&*members);
   return members;
 }
@@ -44,8 +45,9 @@ std::optional<std::string> NamespaceOfTypesKey(std::string_view key) {
     return std::nullopt;
   }
   std::string_view ns = key.substr(kHead.size(), key.size() - kHead.size() - kTail.size());
-  // A valid name has no '}' or ':', so "baton:v2:{a}:unique:x}:types" is not a types set.
-  if (!IsValidName(ns)) return std::nullopt;
+  // A valid name (or partition "NS:p") has no '}', so "baton:v2:{a}:unique:x}:types" is not a
+  // types set.
+  if (!IsValidStorageNamespace(ns)) return std::nullopt;
   return std::string(ns);
 }
 

@@ -6,6 +6,7 @@
 
 #include "baton/task.h"
 #include "broker/keys.h"
+#include "broker/partitions.h"
 #include "core/backoff.h"
 
 namespace baton::internal {
@@ -21,7 +22,7 @@ bool ParseTypeMessage(std::string_view text, TypeRef* out) {
   if (bar == std::string_view::npos) return false;
   std::string_view ns = text.substr(0, bar);
   std::string_view type = text.substr(bar + 1);
-  if (!IsValidName(ns) || !IsValidName(type)) return false;
+  if (!IsValidStorageNamespace(ns) || !IsValidName(type)) return false;
   out->ns = std::string(ns);
   out->type = std::string(type);
   return true;

@@ -231,7 +231,7 @@ void TypeRunner::HandlerLoop(int index) {
 
 TypeRunner::Completion TypeRunner::RunEntry(Slot& slot, PendingEntry& entry) {
   StatusOr<DeliveredTask> decoded =
-      DecodeStreamEntry(settings_.ns, settings_.type, entry.sid,
+      DecodeStreamEntry(task_ns(), settings_.type, entry.sid,
                         entry.entries->elements[entry.index].elements[1], nullptr, nullptr);
   entry.entries.reset();  // the last handler to decode frees the batch
   if (!decoded.ok()) {
@@ -558,7 +558,7 @@ void TypeRunner::DropRefused(const Reply& refused) {
       // Not run, but counted as a handler would have counted it, so that the malformed count
       // does not depend on whether a thread took the entry before this reply came (refusals are
       // rare: decoding one here costs nothing that matters).
-      if (!DecodeStreamEntry(settings_.ns, settings_.type, queued->sid,
+      if (!DecodeStreamEntry(task_ns(), settings_.type, queued->sid,
                              queued->entries->elements[queued->index].elements[1], nullptr, nullptr)
                .ok()) {
         counters_->malformed.fetch_add(1);

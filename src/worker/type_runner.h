@@ -42,7 +42,11 @@ struct WorkerCounters {
 };
 
 struct RunnerSettings {
+  // The storage namespace whose keys the runner uses: the namespace, or one of its partitions
+  // "ns:p" (broker/partitions.h).
   std::string ns;
+  // The namespace handlers see in Task::ns ("" = ns).
+  std::string task_ns;
   std::string type;
   Handler handler;
   int concurrency = 1;
@@ -108,6 +112,10 @@ class TypeRunner : public std::enable_shared_from_this<TypeRunner> {
 
   const RunnerSettings& settings() const { return settings_; }
   const std::string& stream_key() const { return stream_key_; }
+  // The namespace of the tasks this runner decodes (RunnerSettings::task_ns).
+  const std::string& task_ns() const {
+    return settings_.task_ns.empty() ? settings_.ns : settings_.task_ns;
+  }
 
  private:
   // One handler thread's current attempt. Guarded by mu_, except `cancel`.

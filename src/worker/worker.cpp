@@ -1,6 +1,7 @@
-// baton::Worker: wires one TypeRunner per registered (namespace, type), the LeaseKeeper
-// (heartbeats and execution_timeout watchdog) and, with maintenance on, the Maintenance loop
-// (promote and reclaim) for the registered types. See docs/protocol.md "Worker loop".
+// baton::Worker: wires one TypeRunner per registered (namespace, type) and partition of the
+// namespace, the LeaseKeeper (heartbeats and execution_timeout watchdog) and, with maintenance on,
+// the Maintenance loop (promote and reclaim) for them. See docs/protocol.md "Worker loop" and
+// docs/cluster.md "Partitions".
 #include "baton/worker.h"
 
 #include <pthread.h>
@@ -22,6 +23,7 @@
 #include "broker/functions.h"
 #include "broker/keys.h"
 #include "broker/namespace_settings.h"
+#include "broker/partitions.h"
 #include "broker/redis_connection.h"
 #include "core/loop_log.h"
 #include "worker/alarm.h"
@@ -107,14 +109,22 @@ Status RegisterNamespaces(RedisConnection& conn, const std::string& url,
   return Status::Ok();
 }
 
-// The lease_ms setting of every namespace of a registration with lease_ms 0 (read once).
+// One registration served in one partition of its namespace.
+struct ServedPartition {
+  std::size_t registration;
+  std::string storage_ns;  // the partition's storage namespace (broker/partitions.h)
+};
+
+// The lease_ms setting of every storage namespace served for a registration with lease_ms 0
+// (read once per partition).
 StatusOr<std::map<std::string, std::int64_t>> NamespaceLeases(
-    RedisConnection& conn, const std::vector<Registration>& registrations) {
+    RedisConnection& conn, const std::vector<Registration>& registrations,
+    const std::vector<ServedPartition>& served) {
   std::vector<std::string> namespaces;
-  for (const Registration& r : registrations) {
-    if (r.options.lease_ms == 0 &&
-        std::find(namespaces.begin(), namespaces.end(), r.ns) == namespaces.end()) {
-      namespaces.push_back(r.ns);
+  for (const ServedPartition& p : served) {
+    if (registrations[p.registration].options.lease_ms == 0 &&
+        std::find(namespaces.begin(), namespaces.end(), p.storage_ns) == namespaces.end()) {
+      namespaces.push_back(p.storage_ns);
     }
   }
   std::map<std::string, std::int64_t> leases;
@@ -129,6 +139,14 @@ StatusOr<std::map<std::string, std::int64_t>> NamespaceLeases(
   return leases;
 }
 
+// The runners started together (at Start, or when a namespace gained partitions), with the lease
+// keeper and maintenance loop that serve them.
+struct RunnerGroup {
+  std::vector<std::shared_ptr<internal::TypeRunner>> runners;
+  std::unique_ptr<internal::LeaseKeeper> lease_keeper;
+  std::unique_ptr<internal::Maintenance> maintenance;
+};
+
 }  // namespace
 
 struct Worker::Impl {
@@ -137,9 +155,12 @@ struct Worker::Impl {
   std::vector<Registration> registrations;
   std::shared_ptr<internal::WorkerCounters> counters = std::make_shared<internal::WorkerCounters>();
   RedisEndpoint endpoint;
-  std::vector<std::shared_ptr<internal::TypeRunner>> runners;
-  std::unique_ptr<internal::LeaseKeeper> lease_keeper;
-  std::unique_ptr<internal::Maintenance> maintenance;
+  // Added by Start() and then only by the partition watcher thread, which Shutdown() joins first.
+  std::vector<RunnerGroup> groups;
+  // Namespace -> the partitions served so far (0..count-1). Same rule as `groups`.
+  std::map<std::string, int> partitions_served;
+  internal::Alarm watch_alarm;  // stopped by Shutdown()
+  std::thread partition_watch;
 
   enum class State { kNew, kRunning, kStopped };
   std::mutex mu;  // guards state, stop_requested
@@ -150,6 +171,17 @@ struct Worker::Impl {
 
   Status ValidateOptions() const;
   Status StartLocked();
+  // The (registration, partition) pairs not served yet for the partition `counts` of
+  // `namespaces`.
+  std::vector<ServedPartition> NewPartitions(const std::vector<std::string>& namespaces,
+                                             const std::vector<int>& counts) const;
+  // Starts runners (and their lease keeper, maintenance) for `served` into *group; on failure
+  // *group holds what was started, for StopGroups.
+  Status StartGroup(RedisConnection& conn, const std::vector<ServedPartition>& served,
+                    RunnerGroup* group);
+  // Re-reads the partition counts every kPartitionRefresh and serves new partitions.
+  void WatchPartitions(std::vector<std::string> namespaces, std::shared_ptr<RedisConnection> conn);
+  void StopGroups(std::vector<RunnerGroup>& stopping, std::chrono::milliseconds grace);
   void Shutdown(std::chrono::milliseconds grace);
 };
 
@@ -183,21 +215,68 @@ Status Worker::Impl::StartLocked() {
   if (!library.ok()) return library;
   Status registered = RegisterNamespaces(**conn, options.redis.url, registrations);
   if (!registered.ok()) return registered.WithContext("worker");
-  StatusOr<std::map<std::string, std::int64_t>> ns_leases = NamespaceLeases(**conn, registrations);
-  if (!ns_leases.ok()) return ns_leases.status().WithContext("worker");
+  std::vector<std::string> namespaces;
+  for (const Registration& r : registrations) {
+    if (std::find(namespaces.begin(), namespaces.end(), r.ns) == namespaces.end()) {
+      namespaces.push_back(r.ns);
+    }
+  }
+  StatusOr<std::vector<int>> counts = internal::ReadPartitionCounts(**conn, namespaces);
+  if (!counts.ok()) return counts.status().WithContext("worker");
 
   StopSignalsBlocked blocked;  // every thread started below inherits the blocked mask
+  groups.emplace_back();
+  Status st = StartGroup(**conn, NewPartitions(namespaces, *counts), &groups.back());
+  if (!st.ok()) {
+    Shutdown(std::chrono::milliseconds(0));
+    return st.WithContext("worker");
+  }
+  for (std::size_t i = 0; i < namespaces.size(); ++i)
+    partitions_served[namespaces[i]] = (*counts)[i];
+  // The watcher keeps the start-up connection: one HMGET per kPartitionRefresh, nothing else.
+  partition_watch = std::thread(
+      [this, namespaces, c = std::shared_ptr<RedisConnection>(std::move(conn).value())]() mutable {
+        WatchPartitions(namespaces, std::move(c));
+      });
+  return Status::Ok();
+}
+
+std::vector<ServedPartition> Worker::Impl::NewPartitions(const std::vector<std::string>& namespaces,
+                                                         const std::vector<int>& counts) const {
+  std::vector<ServedPartition> served;
+  for (std::size_t i = 0; i < registrations.size(); ++i) {
+    const std::string& ns = registrations[i].ns;
+    const std::size_t at = static_cast<std::size_t>(
+        std::find(namespaces.begin(), namespaces.end(), ns) - namespaces.begin());
+    auto known = partitions_served.find(ns);
+    const int from = known == partitions_served.end() ? 0 : known->second;
+    for (int p = from; at < counts.size() && p < counts[at]; ++p) {
+      served.push_back({i, internal::PartitionNamespace(ns, p)});
+    }
+  }
+  return served;
+}
+
+Status Worker::Impl::StartGroup(RedisConnection& conn, const std::vector<ServedPartition>& served,
+                                RunnerGroup* group) {
+  StatusOr<std::map<std::string, std::int64_t>> ns_leases =
+      NamespaceLeases(conn, registrations, served);
+  if (!ns_leases.ok()) return ns_leases.status();
   if (options.maintenance) {
     std::vector<internal::Maintenance::Target> targets;
-    for (const Registration& r : registrations) targets.push_back({r.ns, r.type, r.options.retry});
-    maintenance = std::make_unique<internal::Maintenance>(endpoint, std::move(targets), consumer,
-                                                          internal::LogTo(options.logger));
+    for (const ServedPartition& p : served) {
+      const Registration& r = registrations[p.registration];
+      targets.push_back({p.storage_ns, r.type, r.options.retry});
+    }
+    group->maintenance = std::make_unique<internal::Maintenance>(
+        endpoint, std::move(targets), consumer, internal::LogTo(options.logger));
   }
   auto deadline_alarm = std::make_shared<internal::Alarm>();
-  for (std::size_t i = 0; i < registrations.size(); ++i) {
-    const Registration& r = registrations[i];
+  for (std::size_t i = 0; i < served.size(); ++i) {
+    const Registration& r = registrations[served[i].registration];
     internal::RunnerSettings s;
-    s.ns = r.ns;
+    s.ns = served[i].storage_ns;
+    s.task_ns = r.ns;
     s.type = r.type;
     s.handler = r.handler;
     s.concurrency = r.options.concurrency > 0 ? r.options.concurrency : options.default_concurrency;
@@ -207,35 +286,81 @@ Status Worker::Impl::StartLocked() {
     s.consumer = consumer;
     s.fetch_batch = options.fetch_batch;
     s.block = options.block;
-    s.lease_ms = r.options.lease_ms != 0 ? r.options.lease_ms : ns_leases->at(r.ns);
+    s.lease_ms = r.options.lease_ms != 0 ? r.options.lease_ms : ns_leases->at(s.ns);
     s.deadline_alarm = deadline_alarm;
     s.log = internal::LogTo(options.logger);
-    if (maintenance) {
-      // The fetchers are joined before the maintenance loop stops (Shutdown), so the pointer
+    if (group->maintenance) {
+      // The fetchers are joined before the maintenance loop stops (StopGroups), so the pointer
       // outlives every call.
-      internal::Maintenance* m = maintenance.get();
+      internal::Maintenance* m = group->maintenance.get();
       s.on_retry = [m, i](std::int64_t due_ms) { m->OnRetryScheduled(i, due_ms); };
     }
     auto runner = std::make_shared<internal::TypeRunner>(std::move(s), counters);
     Status st = runner->Start();
-    if (!st.ok()) {
-      Shutdown(std::chrono::milliseconds(0));
-      return st.WithContext("worker");
+    if (!st.ok()) return st;
+    group->runners.push_back(std::move(runner));
+  }
+  group->lease_keeper = std::make_unique<internal::LeaseKeeper>(
+      endpoint, group->runners, deadline_alarm, internal::LogTo(options.logger));
+  Status st = group->lease_keeper->Start();
+  if (st.ok() && group->maintenance) st = group->maintenance->Start();
+  return st;
+}
+
+void Worker::Impl::WatchPartitions(std::vector<std::string> namespaces,
+                                   std::shared_ptr<RedisConnection> conn) {
+  const internal::LogFn log = internal::LogTo(options.logger);
+  internal::OutageLog outage("worker partition watch");
+  while (watch_alarm.SleepUntil(std::chrono::steady_clock::now() + internal::kPartitionRefresh)) {
+    Status st;
+    if (!conn) {
+      StatusOr<std::unique_ptr<RedisConnection>> opened = RedisConnection::Open(endpoint);
+      if (opened.ok()) conn = std::move(opened).value();
+      st = opened.status();
     }
-    runners.push_back(std::move(runner));
+    StatusOr<std::vector<int>> counts =
+        st.ok() ? internal::ReadPartitionCounts(*conn, namespaces) : StatusOr<std::vector<int>>(st);
+    std::vector<ServedPartition> added;
+    if (counts.ok()) added = NewPartitions(namespaces, *counts);
+    if (counts.ok() && !added.empty()) {
+      RunnerGroup group;
+      st = StartGroup(*conn, added, &group);
+      if (!st.ok()) {
+        std::vector<RunnerGroup> failed;
+        failed.push_back(std::move(group));
+        StopGroups(failed, std::chrono::milliseconds(0));
+      } else {
+        groups.push_back(std::move(group));
+        for (std::size_t i = 0; i < namespaces.size(); ++i) {
+          partitions_served[namespaces[i]] =
+              std::max(partitions_served[namespaces[i]], (*counts)[i]);
+        }
+        if (log) {
+          log(internal::LogLevel::kInfo, "worker serves new partitions",
+              {internal::NumberAttr("fetchers_added", static_cast<long long>(added.size()))});
+        }
+      }
+    } else if (!counts.ok()) {
+      st = counts.status();
+    }
+    if (st.ok()) {
+      outage.Succeeded(log);
+    } else {
+      if (conn && conn->broken()) conn.reset();
+      outage.Failed(log, st, internal::kPartitionRefresh);
+    }
   }
-  lease_keeper = std::make_unique<internal::LeaseKeeper>(endpoint, runners, deadline_alarm,
-                                                         internal::LogTo(options.logger));
-  Status st = lease_keeper->Start();
-  if (st.ok() && maintenance) st = maintenance->Start();
-  if (!st.ok()) {
-    Shutdown(std::chrono::milliseconds(0));
-    return st.WithContext("worker");
-  }
-  return Status::Ok();
 }
 
 void Worker::Impl::Shutdown(std::chrono::milliseconds grace) {
+  watch_alarm.Stop();
+  if (partition_watch.joinable()) partition_watch.join();
+  StopGroups(groups, grace);
+}
+
+void Worker::Impl::StopGroups(std::vector<RunnerGroup>& stopping, std::chrono::milliseconds grace) {
+  std::vector<std::shared_ptr<internal::TypeRunner>> runners;
+  for (RunnerGroup& g : stopping) runners.insert(runners.end(), g.runners.begin(), g.runners.end());
   for (auto& r : runners) r->BeginStop();
   // A fetcher with nothing in flight may sit in XREAD BLOCK for up to `block`: CLIENT UNBLOCK it
   // from a side connection (retried, as the unblock can race with the XREAD being sent).
@@ -268,11 +393,15 @@ void Worker::Impl::Shutdown(std::chrono::milliseconds grace) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   for (auto& r : runners) r->JoinFetcher();
-  if (lease_keeper) lease_keeper->Stop();
+  for (RunnerGroup& g : stopping) {
+    if (g.lease_keeper) g.lease_keeper->Stop();
+  }
   for (auto& r : runners) {
     r->StopPool(std::min(grace, std::chrono::milliseconds(200)));
   }
-  if (maintenance) maintenance->Stop();
+  for (RunnerGroup& g : stopping) {
+    if (g.maintenance) g.maintenance->Stop();
+  }
 }
 
 Worker::Worker(WorkerOptions options) : impl_(std::make_unique<Impl>()) {

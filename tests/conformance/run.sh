@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The cross-language conformance matrix (/work/shared/CONFORMANCE.md, DRIVERS.md, README.md here).
 #   tests/conformance/run.sh [--langs cpp,cli] [--jobs 2] [--keep]
-#   CONFORMANCE_SELFTEST=1 tests/conformance/run.sh     # proves the checks can fail
+#   tests/conformance/run.sh --cluster [--cluster-replicas 0|1] ...   # on a 3-primary Redis Cluster
+#   CONFORMANCE_SELFTEST=1 tests/conformance/run.sh [--cluster]     # proves the checks can fail
 # Starts its own redis-server (free loopback port) and batond from BATON_BUILD_DIR (default
 # build/release), prepares every driver, runs every producer x consumer cell and prints the matrix;
 # the last line is "N passed, N failed". Needs Debian's /usr/bin/python3 with python3-redis

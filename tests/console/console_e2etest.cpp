@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "console_browser.h"
 #include "harness/process.h"
 #include "harness/redis_server.h"
 #include "sql_database.h"
@@ -32,69 +33,6 @@ using baton::testing::Process;
 using baton::testing::RedisServer;
 using baton::testing::TempDir;
 using nlohmann::json;
-
-bool WaitUntil(const std::function<bool()>& done, milliseconds timeout = seconds(20)) {
-  const auto deadline = steady_clock::now() + timeout;
-  while (steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return done();
-}
-
-// The users file of every test: one user per role, password "<name>-pw".
-const std::string& UsersFile(const std::string& dir) {
-  static std::string path;
-  path = dir + "/users.json";
-  json users = json::array();
-  for (const char* role : {"viewer", "operator", "admin"}) {
-    auto hash = HashPassword(std::string(role) + "-pw");
-    EXPECT_TRUE(hash.ok());
-    users.push_back({{"name", role}, {"role", role}, {"password_hash", *hash}});
-  }
-  std::ofstream(path) << json{{"users", users}}.dump();
-  return path;
-}
-
-// One HTTP client with its own cookie jar (one logged-in browser).
-class Browser {
- public:
-  explicit Browser(int port) : http_("127.0.0.1", port) { http_.set_read_timeout(10); }
-
-  httplib::Result Login(const std::string& user, const std::string& password) {
-    auto res = http_.Post("/api/login", json{{"user", user}, {"password", password}}.dump(),
-                          "application/json");
-    if (res && res->status == 200) {
-      const std::string cookie = res->get_header_value("Set-Cookie");
-      cookie_ = cookie.substr(0, cookie.find(';'));
-      csrf_ = json::parse(res->body)["csrf"];
-    }
-    return res;
-  }
-  httplib::Result Get(const std::string& path) { return http_.Get(path, Headers(false)); }
-  httplib::Result Post(const std::string& path, const json& body, bool with_csrf = true,
-                       httplib::Headers extra = {}) {
-    httplib::Headers headers = Headers(with_csrf);
-    headers.insert(extra.begin(), extra.end());
-    return http_.Post(path, headers, body.dump(), "application/json");
-  }
-  httplib::Client& http() { return http_; }
-  const std::string& cookie() const { return cookie_; }
-
- private:
-  httplib::Headers Headers(bool with_csrf) const {
-    httplib::Headers h;
-    if (!cookie_.empty()) h.emplace("Cookie", cookie_);
-    if (with_csrf && !csrf_.empty()) h.emplace("X-CSRF-Token", csrf_);
-    return h;
-  }
-  httplib::Client http_;
-  std::string cookie_, csrf_;
-};
-
-json Body(const httplib::Result& res) {
-  return res ? json::parse(res->body, nullptr, false) : json(nullptr);
-}
 
 class ConsoleE2eTest : public ::testing::Test {
  protected:

@@ -68,5 +68,5 @@ REDIS_ERRORS = {
     "ERR Function not found": ("version_mismatch", "the Baton functions library is not loaded: run 'baton init'"),
 }
 
-GLOBAL_KEYS = {'namespaces': 'baton:v2:namespaces', 'cron_jobs': 'baton:cron', 'cron_state': 'baton:cron:state'}
+GLOBAL_KEYS = {'namespaces': 'baton:v2:namespaces', 'cron_jobs': 'baton:cron', 'cron_state': 'baton:cron:state', 'partitions': 'baton:v2:partitions'}
 CHANNELS = {'wakeup': 'baton:v2:wakeup', 'types': 'baton:v2:types', 'cron_changed': 'baton:cron:changed'}

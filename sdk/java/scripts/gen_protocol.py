@@ -67,7 +67,16 @@ def gen_protocol(p):
                "    public static final List<Setting> SETTINGS = List.of(\n")
     rows = [f"            new Setting({q(k)}, {v['default']}L, {v['min']}L, {v['max']}L)"
             for k, v in p["namespace_config"].items()]
-    out.append(",\n".join(rows) + ");\n}\n")
+    out.append(",\n".join(rows) + ");\n")
+    part = p["partitions"]
+    out.append("\n    /** Partitions (docs/cluster.md): most partitions of a namespace; a larger stored count is this. */\n"
+               f"    public static final int PARTITIONS_MAX = {part['max_count']};\n"
+               "    /** Partitions: how old a cached partition count may get, in seconds. */\n"
+               f"    public static final int PARTITIONS_REFRESH_SECONDS = {part['refresh_seconds']};\n"
+               "    /** Partitions: FNV-1a 32-bit offset basis. */\n"
+               f"    public static final int FNV1A32_OFFSET_BASIS = (int) {part['hash']['offset_basis']}L;\n"
+               "    /** Partitions: FNV-1a 32-bit prime. */\n"
+               f"    public static final int FNV1A32_PRIME = {part['hash']['prime']};\n}}\n")
     return "".join(out)
 
 

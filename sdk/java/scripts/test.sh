@@ -4,7 +4,9 @@
 # in pom.xml, cached in ~/.m2):
 #   1. the generated protocol tables are fresh (scripts/gen_protocol.py --check against contract/),
 #   2. mvn verify: compile with -Xlint:all -Werror, JUnit 5 tests against real redis-servers on
-#      free loopback ports (interop with the C++ binaries of BATON_BUILD_DIR, default
+#      free loopback ports, and ClusterTest on a 3-primary, 3-replica Redis Cluster started by
+#      tests/harness/redis_cluster.py (/usr/bin/python3 with redis-py; about 25 s)
+#      (interop with the C++ binaries of BATON_BUILD_DIR, default
 #      build/release; BATON_REQUIRE_BINARIES=1 makes missing binaries a failure), javadoc
 #      (doclint, warnings are errors), sources and javadoc jars,
 #   3. the virtual-threads test again on Java 21+ (Temurin 25 when installed, else skipped),

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Generates the SDK's protocol layer from the cross-language contract:
 //   contract/protocol.json -> src/generated/protocol.ts (library, version, key kinds, namespace
-//                             settings, channels, global keys, each function's KEYS and ARGV)
+//                             settings, channels, global keys, partitions, each function's KEYS
+//                             and ARGV)
 //                          -> src/generated/calls.ts    (one typed wrapper per Redis Function:
 //                             the only place that orders FCALL keys and arguments)
 //   contract/errors.json   -> src/generated/errors.ts   (error codes, Lua prefixes, Redis errors)
@@ -56,6 +57,16 @@ function protocolTs() {
   for (const [name, key] of Object.entries(protocol.global_keys)) o.push(`  ${name}: ${lit(key)},`);
   o.push('} as const;');
   o.push('export type GlobalKey = keyof typeof GLOBAL_KEYS;');
+  o.push('');
+  const parts = protocol.partitions;
+  o.push('/** Partitions of a namespace (docs/cluster.md, "Partitions"): where P is, its limit, the hash. */');
+  o.push('export const PARTITIONS = {');
+  o.push(`  key: ${lit(parts.key)},`);
+  o.push(`  maxCount: ${parts.max_count},`);
+  o.push(`  refreshSeconds: ${parts.refresh_seconds},`);
+  o.push(`  hash: { name: ${lit(parts.hash.name)}, offsetBasis: ${parts.hash.offset_basis}, prime: ${parts.hash.prime} },`);
+  o.push(`  fixtures: ${lit(parts.fixtures)},`);
+  o.push('} as const;');
   o.push('');
   o.push('/** Pub/sub channels. */');
   o.push('export const CHANNELS = {');

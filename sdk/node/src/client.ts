@@ -12,6 +12,8 @@ import { readEnqueueReply, type EnqueueResult } from './enqueue_reply.js';
 import { checkName, checkTaskId } from './task_rules.js';
 import type { TaskFields } from './task_document.js';
 import { loadOtel, ProducerSpans } from './tracing.js';
+import { PartitionCounts, partitionOf, storageNamespace } from './partitions.js';
+import { consoleLogger, silentLogger, type Logger } from './logger.js';
 
 /** Tasks per baton_v2_enqueue call (as the C++ client). */
 const MAX_PER_CALL = 256;
@@ -45,6 +47,8 @@ export interface ClientOptions extends Omit<LinkOptions, 'name'> {
    * carried as trace.traceparent (default true).
    */
   tracing?: boolean;
+  /** Where warnings go (an unparsable partition count; default: console); false drops them. */
+  logger?: Logger | false;
 }
 
 /** Namespace settings kept in Redis (baton_v2_configure), shared by every client and worker. */
@@ -66,11 +70,14 @@ export class Client {
   private knownOn = 0;
   private otel: Awaited<ReturnType<typeof loadOtel>> = null;
   private readonly wait: DurableWait | undefined;
+  /** Partition counts of the namespaces used (docs/cluster.md, "Partitions"), each up to 5 s old. */
+  private readonly partitions: PartitionCounts;
 
-  private constructor(link: RedisLink, tracing: boolean, wait: DurableWait | undefined) {
+  private constructor(link: RedisLink, tracing: boolean, wait: DurableWait | undefined, logger: Logger) {
     this.link = link;
     this.tracing = tracing;
     this.wait = wait;
+    this.partitions = new PartitionCounts((m) => logger.warn(m));
   }
 
   /**
@@ -80,7 +87,8 @@ export class Client {
   static async connect(options: ClientOptions = {}): Promise<Client> {
     const wait = durableWait(options);
     const link = new RedisLink(options.redis ?? defaultRedisUrl(), { ...options, name: 'baton-client' });
-    const client = new Client(link, options.tracing !== false, wait);
+    const logger = options.logger === false ? silentLogger : (options.logger ?? consoleLogger);
+    const client = new Client(link, options.tracing !== false, wait, logger);
     try {
       await link.ready();
       if (client.tracing) client.otel = await loadOtel();
@@ -131,28 +139,36 @@ export class Client {
 
   /**
    * Cancels a task that has not started (queued, scheduled or waiting to retry). Throws
-   * not_found when there is no such live task, conflict when it is running or dead.
+   * not_found when there is no such live task, conflict when it is running or dead. In a
+   * partitioned namespace it looks in the id's partition first, then in the others (a task
+   * enqueued before the partition count grew).
    */
   async cancel(namespace: string, taskId: string): Promise<void> {
     checkName('namespace', namespace);
     checkTaskId(taskId);
     const redis = await this.link.ready();
-    let record: string | null;
+    let record: string | null = null;
+    let storage = namespace;
     try {
-      record = await redis.hget(keyOf('tasks', namespace), taskId);
+      for (const candidate of await this.partitionsToSearch(redis, namespace, taskId)) {
+        record = await redis.hget(keyOf('tasks', candidate), taskId);
+        storage = candidate;
+        if (record !== null) break;
+      }
     } catch (e) {
       throw fromRedisError(e, 'cancel');
     }
     if (record === null) throw new BatonError('not_found', `cancel: no live task ${taskId} in namespace ${namespace}`);
     const type = record.split('|')[1];
     if (type === undefined || type === '') throw new BatonError('internal', `cancel: malformed task record '${record}'`);
-    const reply = await this.link.fcall(cancelCall(namespace, type, { id: taskId }), 'cancel');
+    const reply = await this.link.fcall(cancelCall(storage, type, { id: taskId }), 'cancel');
     if (String(reply) !== 'cancelled') throw new BatonError('internal', `cancel: unexpected reply ${String(reply)}`);
   }
 
   /**
    * Changes settings of a namespace ("" = back to the default) and returns the effective
    * settings; with no changes it only reads them. Throws invalid_argument naming the setting.
+   * A partitioned namespace gets the changes in every partition; the result is partition 0's.
    */
   async configure(namespace: string, changes: Partial<Record<NamespaceSetting, number | ''>> = {}): Promise<NamespaceSettings> {
     checkName('namespace', namespace);
@@ -160,8 +176,29 @@ export class Client {
       if (!(setting in NAMESPACE_CONFIG)) throw invalidArgument(setting, 'is not a setting');
       return { setting, value: value === '' ? '' : String(value) };
     });
-    const reply = await this.link.fcall(configureCall(namespace, items), 'configure');
-    return parseSettings(reply);
+    let count = 1;
+    if (items.length > 0) {
+      const redis = await this.link.ready();
+      try {
+        await this.partitions.refresh(redis, [namespace]);
+      } catch (e) {
+        throw fromRedisError(e, 'configure');
+      }
+      count = this.partitions.count(namespace);
+    }
+    const replies = await Promise.all(Array.from({ length: count },
+      (_, p) => this.link.fcall(configureCall(storageNamespace(namespace, p), items), 'configure')));
+    return parseSettings(replies[0]);
+  }
+
+  /** The storage namespaces of `ns` to look for `taskId` in: its partition first, then the others. */
+  private async partitionsToSearch(redis: RedisHandle, ns: string, taskId: string): Promise<string[]> {
+    await this.partitions.refresh(redis, [ns]);
+    const count = this.partitions.count(ns);
+    const first = partitionOf(taskId, count);
+    const out = [storageNamespace(ns, first)];
+    for (let p = 0; p < count; p++) if (p !== first) out.push(storageNamespace(ns, p));
+    return out;
   }
 
   /** Closes the connection. */
@@ -200,16 +237,24 @@ export class Client {
       this.knownOn = this.link.connections;
     }
     const fresh = [...new Set(tasks.map((t) => t.namespace))].filter((ns) => !this.knownNamespaces.has(ns));
-    const calls = planCalls(tasks);
     const taskIds = tasks.map((t) => t.taskId);
     const results = new Array<EnqueueResult | undefined>(tasks.length).fill(undefined);
-    // A single Redis takes everything in one pipeline. A cluster takes one pipeline per namespace
-    // (its keys share the {ns} slot, so one primary), and the untagged SADD on its own.
-    const groups = this.link.isCluster ? byNamespace(calls, tasks) : [calls];
+    // Each task goes to its partition's storage namespace (keys and FCALL); its document keeps
+    // the namespace. The directory (SADD) lists namespaces, never partitions.
+    try {
+      await this.partitions.refresh(redis, tasks.map((t) => t.namespace));
+    } catch (e) {
+      throw new EnqueueError(fromRedisError(e, 'enqueue'), taskIds, results);
+    }
+    const storage = tasks.map((t) => storageNamespace(t.namespace, partitionOf(t.taskId, this.partitions.count(t.namespace))));
+    const calls = planCalls(tasks, storage);
+    // A single Redis takes everything in one pipeline. A cluster takes one pipeline per storage
+    // namespace (its keys share the {ns} slot, so one primary), and the untagged SADD on its own.
+    const groups = this.link.isCluster ? byNamespace(calls, storage) : [calls];
     const saddWithFirst = fresh.length > 0 && !this.link.isCluster;
     const directory = fresh.length > 0 && this.link.isCluster
       ? redis.sadd(GLOBAL_KEYS.namespaces, ...fresh).then(() => true, () => false) : Promise.resolve(undefined);
-    const outcomes = await Promise.all(groups.map((g, k) => this.sendGroup(redis, tasks, g, results, k === 0 && saddWithFirst ? fresh : [])));
+    const outcomes = await Promise.all(groups.map((g, k) => this.sendGroup(redis, tasks, storage, g, results, k === 0 && saddWithFirst ? fresh : [])));
     const saddOk = (await directory) ?? outcomes[0]?.saddOk;
     if (saddOk === true) for (const ns of fresh) this.knownNamespaces.add(ns);
     const firstError = outcomes.find((o) => o.error !== undefined)?.error;
@@ -223,7 +268,7 @@ export class Client {
    * they are sent again once the slot map is read again (ioredis does that by itself only for a
    * pipeline whose every command was redirected, which a WAIT at its end prevents).
    */
-  private async sendGroup(redis: RedisHandle, tasks: readonly PreparedTask[], calls: number[][],
+  private async sendGroup(redis: RedisHandle, tasks: readonly PreparedTask[], storage: readonly string[], calls: number[][],
     results: (EnqueueResult | undefined)[], sadd: readonly string[]): Promise<{ error?: BatonError; saddOk?: boolean }> {
     let saddOk: boolean | undefined;
     for (let round = 1; ; round++) {
@@ -233,7 +278,7 @@ export class Client {
         const items = c.map((i) => (tasks[i] as PreparedTask).item);
         const uniques = c.map((i) => (tasks[i] as PreparedTask).uniqueKey).filter((k): k is string => k !== undefined);
         const first = tasks[c[0] as number] as PreparedTask;
-        const [cmd, args] = commandOf(enqueueCall(first.namespace, first.taskType, items, uniques));
+        const [cmd, args] = commandOf(enqueueCall(storage[c[0] as number] as string, first.taskType, items, uniques));
         pipeline.call(cmd, ...args);
       }
       if (this.wait !== undefined) pipeline.call('WAIT', this.wait.replicas, this.wait.timeoutMs);
@@ -317,11 +362,11 @@ function durableWait(options: ClientOptions): DurableWait | undefined {
   return replicas > 0 ? { replicas, timeoutMs } : undefined;
 }
 
-/** The calls grouped by namespace, in order of first appearance. */
-function byNamespace(calls: readonly number[][], tasks: readonly PreparedTask[]): number[][][] {
+/** The calls grouped by storage namespace, in order of first appearance. */
+function byNamespace(calls: readonly number[][], storage: readonly string[]): number[][][] {
   const groups = new Map<string, number[][]>();
   for (const c of calls) {
-    const ns = (tasks[c[0] as number] as PreparedTask).namespace;
+    const ns = storage[c[0] as number] as string;
     let g = groups.get(ns);
     if (g === undefined) groups.set(ns, (g = []));
     g.push(c);
@@ -329,11 +374,11 @@ function byNamespace(calls: readonly number[][], tasks: readonly PreparedTask[])
   return [...groups.values()];
 }
 
-/** Groups task indexes by (namespace, type), in order of first appearance, cut to MAX_PER_CALL. */
-function planCalls(tasks: readonly PreparedTask[]): number[][] {
+/** Groups task indexes by (storage namespace, type), in order of first appearance, cut to MAX_PER_CALL. */
+function planCalls(tasks: readonly PreparedTask[], storage: readonly string[]): number[][] {
   const groups = new Map<string, number[]>();
   tasks.forEach((t, i) => {
-    const id = t.namespace + '\u0000' + t.taskType;
+    const id = (storage[i] as string) + '\u0000' + t.taskType;
     let g = groups.get(id);
     if (g === undefined) groups.set(id, (g = []));
     g.push(i);

@@ -16,10 +16,13 @@ export class LeaseKeeper {
     private readonly warn: (message: string) => void) {}
 
   start(): void {
-    for (const runner of this.runners) {
-      const backoff = new Backoff(100, Math.max(1, Math.floor(runner.settings.leaseMs / 3)));
-      this.schedule(runner, this.period(runner), backoff);
-    }
+    for (const runner of this.runners) this.add(runner);
+  }
+
+  /** Starts heartbeating `runner` too (a partition the worker began serving while running). */
+  add(runner: TypeRunner): void {
+    const backoff = new Backoff(100, Math.max(1, Math.floor(runner.settings.leaseMs / 3)));
+    this.schedule(runner, this.period(runner), backoff);
   }
 
   stop(): void {
@@ -46,13 +49,13 @@ export class LeaseKeeper {
     if (items.length > 0) {
       const s = runner.settings;
       try {
-        const held = await this.link.fcall(extendCall(s.ns, s.type, { group: s.group, consumer: s.consumer, leaseMs: s.leaseMs }, items), 'extend');
+        const held = await this.link.fcall(extendCall(s.storageNs, s.type, { group: s.group, consumer: s.consumer, leaseMs: s.leaseMs }, items), 'extend');
         if (Array.isArray(held)) runner.onExtendReply(items, held.map(String));
-        else this.warn(`${s.ns}/${s.type} baton_v2_extend: unexpected reply`);
+        else this.warn(`${s.storageNs}/${s.type} baton_v2_extend: unexpected reply`);
       } catch (e) {
         // Says nothing about the leases (Redis down, library reloading): try again soon.
         ok = false;
-        this.warn(`${s.ns}/${s.type} heartbeat: ${(e as Error).message}`);
+        this.warn(`${s.storageNs}/${s.type} heartbeat: ${(e as Error).message}`);
       }
     }
     if (ok) backoff.reset();

@@ -16,6 +16,7 @@ const MAX_SLEEP_MS = 1000;
 const MIN_SLEEP_MS = 10;
 
 export interface MaintenanceTarget {
+  /** The storage namespace (a namespace, or a partition "NS:p" of one). */
   readonly ns: string;
   readonly type: string;
   /** Backoff for the tasks it reclaims. */
@@ -29,16 +30,25 @@ interface Plan {
 
 export class Maintenance {
   private readonly plans: Plan[];
+  private readonly targets: MaintenanceTarget[];
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private running: Promise<void> | undefined;
   private serverOffsetMs: number | undefined; // server Unix ms - local Date.now()
   private readonly backoff = new Backoff();
 
-  constructor(private readonly link: RedisLink, private readonly targets: readonly MaintenanceTarget[],
+  constructor(private readonly link: RedisLink, targets: readonly MaintenanceTarget[],
     private readonly reaper: string, private readonly warn: (message: string) => void) {
     const now = Date.now();
+    this.targets = [...targets];
     this.plans = targets.map(() => ({ promoteAt: now, reclaimAt: now }));
+  }
+
+  /** Covers `target` too (a partition the worker began serving while running), from now on. */
+  add(target: MaintenanceTarget): void {
+    this.targets.push(target);
+    this.plans.push({ promoteAt: Date.now(), reclaimAt: Date.now() });
+    this.rearm();
   }
 
   start(): void {

@@ -15,6 +15,7 @@ import { Backoff, sleep, type RetryPolicy } from './backoff.js';
 import { runInBoundary, timeoutOutcome, outcomeOfError, type AttemptScope, type FailureKind, type Outcome } from './attempt.js';
 import { decodeEntry, ENTRY_VALUES, MalformedEntry, type PayloadParse, type Task } from './task.js';
 import type { AttemptSpan } from './tracing.js';
+import type { SharedSlots } from './shared_slots.js';
 
 const ACKS_PER_CALL = 256;
 const BUSY_BLOCK_MS = 100;
@@ -82,7 +83,10 @@ export interface FailedAttempt {
 }
 
 export interface RunnerSettings {
+  /** The namespace (what handlers see as task.namespace). */
   readonly ns: string;
+  /** The partition's storage namespace whose keys this runner uses: ns, or "ns:p" (partitions.ts). */
+  readonly storageNs: string;
   readonly type: string;
   readonly handler: Handler;
   readonly concurrency: number;
@@ -96,6 +100,8 @@ export interface RunnerSettings {
   readonly payloadParse: PayloadParse;
   readonly redisUrl: string;
   readonly linkOptions: LinkOptions;
+  /** A limit shared with the type's other partitions (threaded types), on top of concurrency. */
+  readonly shared?: SharedSlots | undefined;
 }
 
 /** One attempt in progress. */
@@ -143,12 +149,26 @@ export class TypeRunner {
   private wake: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private readonly stopSignal = new AbortController();
+  private readonly unsubscribe: (() => void) | undefined;
 
   constructor(settings: RunnerSettings, host: RunnerHost) {
     this.settings = settings;
     this.host = host;
     this.link = new RedisLink(settings.redisUrl, { ...settings.linkOptions, name: `baton-worker-${settings.type}` });
-    this.streamKey = keyOf('stream', settings.ns, settings.type);
+    this.streamKey = keyOf('stream', settings.storageNs, settings.type);
+    this.unsubscribe = settings.shared?.subscribe(() => this.notify());
+  }
+
+  /** Free slots of this runner: its own concurrency, and the limit it shares, if any. */
+  private freeSlots(): number {
+    const own = this.settings.concurrency - this.inFlight;
+    return this.settings.shared === undefined ? own : Math.min(own, this.settings.shared.free);
+  }
+
+  /** A delivered task gave its slot back. */
+  private freeSlot(): void {
+    this.inFlight--;
+    this.settings.shared?.release(1);
   }
 
   /** Connects (checking the library version) and starts the fetch loop. */
@@ -198,6 +218,7 @@ export class TypeRunner {
   /** 4. Resolves when the fetch loop has exited; then closes the connection. */
   async join(): Promise<void> {
     await this.loop;
+    this.unsubscribe?.();
     await this.link.close();
   }
 
@@ -257,7 +278,7 @@ export class TypeRunner {
     if (r.timer) clearTimeout(r.timer);
     this.running.delete(r);
     if (r.settled) {
-      this.inFlight--;
+      this.freeSlot();
     } else if (!r.abandoned) {
       // The handler ignores its AbortSignal. It keeps its concurrency slot until it settles, so
       // retries of stuck handlers cannot pile up beyond the type's concurrency.
@@ -286,7 +307,7 @@ export class TypeRunner {
         // never crash and never drop it.
         const m = e as MalformedEntry;
         this.host.counters.malformed++;
-        this.inFlight--;
+        this.freeSlot();
         this.completions.push({ id: m.taskId, sid: m.streamId, outcome: { kind: 'malformed', message: m.reason.message, stack: '' } });
         continue;
       }
@@ -330,7 +351,7 @@ export class TypeRunner {
       return;
     }
     // A zombie (or an abandoned attempt) finally returned: its slot is free again.
-    this.inFlight--;
+    this.freeSlot();
     if (!r.abandoned) this.zombies--;
     this.notify();
   }
@@ -352,7 +373,7 @@ export class TypeRunner {
 
   private waitForWork(): Promise<void> | undefined {
     const ready = this.completions.length > 0 || this.abandoning ||
-      (this.stopping ? this.inFlight - this.zombies === 0 : this.inFlight < this.settings.concurrency);
+      (this.stopping ? this.inFlight - this.zombies === 0 : this.freeSlots() > 0);
     if (ready) return undefined;
     return new Promise((resolve) => {
       this.wake = resolve;
@@ -366,7 +387,7 @@ export class TypeRunner {
         await this.fetchPasses();
         return;
       } catch (e) {
-        this.host.warn(`${this.settings.ns}/${this.settings.type} fetch loop: ${(e as Error)?.stack ?? String(e)}`);
+        this.host.warn(`${this.settings.storageNs}/${this.settings.type} fetch loop: ${(e as Error)?.stack ?? String(e)}`);
         await sleep(1000, this.stopSignal.signal);
       }
     }
@@ -385,54 +406,68 @@ export class TypeRunner {
         redis = await this.link.ready(5000);
       } catch (e) {
         if (this.abandoning) break;
-        this.host.warn(`${s.ns}/${s.type}: ${(e as Error).message}`);
+        this.host.warn(`${s.storageNs}/${s.type}: ${(e as Error).message}`);
         await sleep(backoff.next(), this.stopSignal.signal);
         continue;
       }
       const batch = this.completions;
       this.completions = [];
-      const count = this.stopping ? 0 : Math.min(s.concurrency - this.inFlight, s.fetchBatch);
-      const calls = this.outcomeCalls(batch);
-      const pipeline = redis.pipeline();
-      for (const c of calls) {
-        const [cmd, args] = commandOf(c.call);
-        pipeline.callBuffer(cmd, ...args);
-      }
-      if (count > 0) {
-        const [cmd, args] = commandOf(dequeueCall(s.ns, s.type, { group: s.group, consumer: s.consumer, count, leaseMs: s.leaseMs }));
-        pipeline.callBuffer(cmd, ...args);
-      }
-      let replies: [Error | null, unknown][];
+      const count = this.stopping ? 0 : Math.max(0, Math.min(this.freeSlots(), s.fetchBatch));
+      // Slots asked for and not (yet) filled by delivered tasks go back to the shared limit.
+      s.shared?.reserve(count);
+      let reserved = count;
       try {
-        replies = (await pipeline.exec()) ?? [];
-      } catch (e) {
-        replies = [];
-        this.host.warn(`${s.ns}/${s.type}: ${(e as Error).message}`);
-      }
-      const resend = this.handleOutcomeReplies(calls, replies);
-      if (resend.length > 0) {
-        // Sent again after the reconnect: an ack or fail that did run returns gone / stale.
-        this.completions = resend.concat(this.completions);
-        if (this.abandoning) break; // what is left is left to the leases
-        await sleep(backoff.next(), this.stopSignal.signal);
-        continue;
-      }
-      if (count === 0) {
+        const calls = this.outcomeCalls(batch);
+        const pipeline = redis.pipeline();
+        for (const c of calls) {
+          const [cmd, args] = commandOf(c.call);
+          pipeline.callBuffer(cmd, ...args);
+        }
+        if (count > 0) {
+          const [cmd, args] = commandOf(dequeueCall(s.storageNs, s.type, { group: s.group, consumer: s.consumer, count, leaseMs: s.leaseMs }));
+          pipeline.callBuffer(cmd, ...args);
+        }
+        let replies: [Error | null, unknown][];
+        try {
+          replies = (await pipeline.exec()) ?? [];
+        } catch (e) {
+          replies = [];
+          this.host.warn(`${s.storageNs}/${s.type}: ${(e as Error).message}`);
+        }
+        const resend = this.handleOutcomeReplies(calls, replies);
+        if (resend.length > 0) {
+          // Sent again after the reconnect: an ack or fail that did run returns gone / stale.
+          this.completions = resend.concat(this.completions);
+          if (this.abandoning) break; // what is left is left to the leases
+          s.shared?.release(reserved);
+          reserved = 0;
+          await sleep(backoff.next(), this.stopSignal.signal);
+          continue;
+        }
+        if (count === 0) {
+          backoff.reset();
+          continue;
+        }
+        const [err, dequeued] = replies[calls.length] ?? [new Error('no reply'), null];
+        if (err !== null || !Array.isArray(dequeued) || dequeued.length < 3) {
+          // E.g. the functions library was unloaded, or the connection broke: wait, do not spin.
+          // Tasks it may have leased to us come back when their lease ends.
+          this.host.warn(`${s.storageNs}/${s.type} baton_v2_dequeue: ${err ? fromRedisError(err).message : 'unexpected reply'}`);
+          s.shared?.release(reserved);
+          reserved = 0;
+          await sleep(backoff.next(), this.stopSignal.signal);
+          continue;
+        }
         backoff.reset();
-        continue;
+        lastId = String(dequeued[1]);
+        const delivered = this.dispatch(dequeued[0] as Buffer[]);
+        reserved -= delivered;
+        s.shared?.release(reserved);
+        reserved = 0;
+        if (delivered === 0 && lastId !== '') await this.blockForNewEntries(redis, lastId);
+      } finally {
+        s.shared?.release(reserved);
       }
-      const [err, dequeued] = replies[calls.length] ?? [new Error('no reply'), null];
-      if (err !== null || !Array.isArray(dequeued) || dequeued.length < 3) {
-        // E.g. the functions library was unloaded, or the connection broke: wait, do not spin.
-        // Tasks it may have leased to us come back when their lease ends.
-        this.host.warn(`${s.ns}/${s.type} baton_v2_dequeue: ${err ? fromRedisError(err).message : 'unexpected reply'}`);
-        await sleep(backoff.next(), this.stopSignal.signal);
-        continue;
-      }
-      backoff.reset();
-      lastId = String(dequeued[1]);
-      const delivered = this.dispatch(dequeued[0] as Buffer[]);
-      if (delivered === 0 && lastId !== '') await this.blockForNewEntries(redis, lastId);
     }
   }
 
@@ -443,12 +478,12 @@ export class TypeRunner {
     const acks = batch.filter((c) => c.outcome.kind === null);
     for (let i = 0; i < acks.length; i += ACKS_PER_CALL) {
       const part = acks.slice(i, i + ACKS_PER_CALL);
-      calls.push({ call: ackCall(s.ns, s.type, { group: s.group, consumer: s.consumer }, part.map((c) => ({ id: c.id, sid: c.sid }))), completions: part });
+      calls.push({ call: ackCall(s.storageNs, s.type, { group: s.group, consumer: s.consumer }, part.map((c) => ({ id: c.id, sid: c.sid }))), completions: part });
     }
     for (const c of batch) {
       if (c.outcome.kind === null) continue;
       calls.push({
-        call: failCall(s.ns, s.type, {
+        call: failCall(s.storageNs, s.type, {
           group: s.group, consumer: s.consumer, id: c.id, sid: c.sid, kind: c.outcome.kind, error: c.outcome.message,
           stack: c.outcome.stack, baseMs: s.retry.baseMs, maxMs: s.retry.maxMs, jitter: String(Math.floor(Math.random() * 1e6) / 1e6),
         }),
@@ -471,9 +506,9 @@ export class TypeRunner {
         // reloaded: send again, or a success would run twice and a failure's record be lost.
         if (e.retryable || e.code === 'version_mismatch') {
           resend.push(...c.completions);
-          if (e.code !== 'unavailable') this.host.warn(`${s.ns}/${s.type}: ${e.message} (sent again after a pause)`);
+          if (e.code !== 'unavailable') this.host.warn(`${s.storageNs}/${s.type}: ${e.message} (sent again after a pause)`);
         } else {
-          this.host.warn(`${s.ns}/${s.type}: ${e.message}`);
+          this.host.warn(`${s.storageNs}/${s.type}: ${e.message}`);
         }
         return;
       }
@@ -490,7 +525,7 @@ export class TypeRunner {
       const done = c.completions[0] as Completion;
       if (verdict === 'retry' || verdict === 'dead') this.host.counters.failed++;
       if (verdict === 'dead') this.host.counters.dead++;
-      if (verdict === 'retry') this.host.retryScheduled(s.ns, s.type, Number(r[1]));
+      if (verdict === 'retry') this.host.retryScheduled(s.storageNs, s.type, Number(r[1]));
       this.host.attemptFailed({
         namespace: s.ns, taskType: s.type, taskId: done.id, kind: done.outcome.kind as FailureKind,
         message: done.outcome.message, verdict,

@@ -1,8 +1,10 @@
 // The worker: register async handlers per (namespace, task type), then start(). Wires one
-// TypeRunner per registered type (its own connection and fetch loop), the LeaseKeeper
+// TypeRunner per registered type and partition (its own connection and fetch loop), the LeaseKeeper
 // (heartbeats every lease/3), the execution_timeout timers, the error boundary and process guard,
 // the event-loop lag monitor, optional worker-thread pools and, opt-in, the maintenance loop
-// (promote and reclaim). See docs/protocol.md "Worker loop".
+// (promote and reclaim). See docs/protocol.md "Worker loop". A type of a partitioned namespace
+// gets one TypeRunner per partition, and partitions added while running are served within
+// refresh_seconds (docs/cluster.md, "Partitions").
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -22,7 +24,9 @@ import { consoleLogger, silentLogger, type Logger } from './logger.js';
 import { checkName } from './task_rules.js';
 import type { PayloadParse, Task } from './task.js';
 import { loadOtel, startAttemptSpan, type AttemptSpan } from './tracing.js';
-import { TypeRunner, type Counters, type FailedAttempt, type Handler, type RunnerHost, type StrayError } from './type_runner.js';
+import { TypeRunner, type Counters, type FailedAttempt, type Handler, type RunnerHost, type RunnerSettings, type StrayError } from './type_runner.js';
+import { PARTITION_REFRESH_MS, PartitionCounts, storageNamespace } from './partitions.js';
+import { SharedSlots } from './shared_slots.js';
 
 export type { Handler, TaskContext, FailedAttempt, StrayError } from './type_runner.js';
 
@@ -101,6 +105,10 @@ interface Registration {
   handler: Handler<never>;
   options: TypeOptions;
   pool?: ThreadPool;
+  /** Set by start(): the settings of every partition's runner but the storage namespace. */
+  settings?: Omit<RunnerSettings, 'storageNs'>;
+  /** The runners of partitions 0, 1, ... (docs/cluster.md, "Partitions"). */
+  runners?: TypeRunner[];
 }
 
 function makeConsumerName(service: string): string {
@@ -136,6 +144,11 @@ export class Worker extends EventEmitter {
   private readonly blocked = new Map<string, { count: number; maxMs: number }>();
   private runners: TypeRunner[] = [];
   private control: RedisLink | undefined;
+  private host: RunnerHost | undefined;
+  private partitionCounts: PartitionCounts | undefined;
+  /** Reads the partition counts again every refresh_seconds and serves new partitions. */
+  private partitionTimer: NodeJS.Timeout | undefined;
+  private growing: Promise<void> | undefined;
   private leaseKeeper: LeaseKeeper | undefined;
   private maintenance: Maintenance | undefined;
   private lagMonitor: LagMonitor | undefined;
@@ -222,12 +235,24 @@ export class Worker extends EventEmitter {
         leases.set(ns, parseSettings(await this.control.fcall(configureCall(ns, []), 'lease_ms')).lease_ms);
       }
       if (o.tracing !== false) this.otel = await loadOtel();
-      const host = this.runnerHost();
-      this.runners = this.registrations.map((r) => new TypeRunner({
-        ns: r.ns, type: r.type, handler: r.handler as Handler, concurrency: r.options.concurrency ?? defaultConcurrency,
-        retry: retryPolicy(r.options.retry), leaseMs: r.options.leaseMs || (leases.get(r.ns) as number), group,
-        consumer: this.consumerName, fetchBatch, blockMs, payloadParse: o.payloadParse ?? 'json', redisUrl: this.url, linkOptions,
-      }, host));
+      const host = (this.host = this.runnerHost());
+      // Each type is served in every partition of its namespace: one runner (fetch loop) per
+      // partition, each with the type's concurrency; a threaded type's partitions share its threads.
+      this.partitionCounts = new PartitionCounts((m) => this.warn(m));
+      await this.partitionCounts.refresh(redis, this.registrations.map((r) => r.ns));
+      for (const r of this.registrations) {
+        const concurrency = r.options.concurrency ?? defaultConcurrency;
+        r.settings = {
+          ns: r.ns, type: r.type, handler: r.handler as Handler, concurrency,
+          retry: retryPolicy(r.options.retry), leaseMs: r.options.leaseMs || (leases.get(r.ns) as number), group,
+          consumer: this.consumerName, fetchBatch, blockMs, payloadParse: o.payloadParse ?? 'json', redisUrl: this.url, linkOptions,
+          shared: r.pool === undefined ? undefined : new SharedSlots(concurrency),
+        };
+        const settings = r.settings;
+        r.runners = Array.from({ length: this.partitionCounts.count(r.ns) },
+          (_, p) => new TypeRunner({ ...settings, storageNs: storageNamespace(r.ns, p) }, host));
+      }
+      this.runners = this.registrations.flatMap((r) => r.runners ?? []);
       await Promise.all(this.registrations.map(async (r) => {
         try {
           await r.pool?.start();
@@ -244,7 +269,7 @@ export class Worker extends EventEmitter {
       this.leaseKeeper = new LeaseKeeper(this.control, this.runners, (m) => this.warn(m));
       this.leaseKeeper.start();
       if (o.maintenance) {
-        this.maintenance = new Maintenance(this.control, this.registrations.map((r) => ({ ns: r.ns, type: r.type, retry: retryPolicy(r.options.retry) })),
+        this.maintenance = new Maintenance(this.control, this.runners.map((x) => ({ ns: x.settings.storageNs, type: x.settings.type, retry: x.settings.retry })),
           this.consumerName, (m) => this.warn(m));
         this.maintenance.start();
       }
@@ -253,6 +278,54 @@ export class Worker extends EventEmitter {
       throw e;
     }
     this.state = 'running';
+    this.partitionTimer = setInterval(() => void this.servePartitions(), PARTITION_REFRESH_MS);
+    this.partitionTimer.unref();
+  }
+
+  /**
+   * Reads the partition counts of the registered namespaces and starts serving the partitions
+   * added since (P only grows: a smaller count is ignored). A partition whose runner cannot
+   * start (Redis down) is tried again on the next round.
+   */
+  private servePartitions(): Promise<void> {
+    if (this.state !== 'running' || this.growing !== undefined) return this.growing ?? Promise.resolve();
+    this.growing = (async () => {
+      const counts = this.partitionCounts as PartitionCounts;
+      try {
+        const redis = await (this.control as RedisLink).ready();
+        await counts.refresh(redis, this.registrations.map((r) => r.ns), Date.now(), 0);
+      } catch (e) {
+        this.warn(`partition counts: ${(e as Error).message}`);
+        return;
+      }
+      for (const r of this.registrations) {
+        const runners = r.runners as TypeRunner[];
+        const settings = r.settings as Omit<RunnerSettings, 'storageNs'>;
+        while (runners.length < counts.count(r.ns) && this.state === 'running') {
+          const runner = new TypeRunner({ ...settings, storageNs: storageNamespace(r.ns, runners.length) }, this.host as RunnerHost);
+          try {
+            await runner.start();
+          } catch (e) {
+            this.warn(`${runner.settings.storageNs}/${r.type}: cannot serve the partition yet: ${(e as Error).message}`);
+            await runner.join();
+            break;
+          }
+          if (this.state !== 'running') {
+            // stop() began while it connected: it waits for this round, so stop the runner here.
+            runner.beginStop();
+            await runner.join();
+            break;
+          }
+          runners.push(runner);
+          this.runners.push(runner);
+          this.leaseKeeper?.add(runner);
+          this.maintenance?.add({ ns: runner.settings.storageNs, type: r.type, retry: settings.retry });
+        }
+      }
+    })().finally(() => {
+      this.growing = undefined;
+    });
+    return this.growing;
   }
 
   /** start(), then resolves once the worker has stopped (stop(), or a signal with handleSignals). */
@@ -293,6 +366,8 @@ export class Worker extends EventEmitter {
 
   private async shutdown(graceMs: number): Promise<void> {
     this.state = 'stopping';
+    clearInterval(this.partitionTimer);
+    await this.growing;
     for (const r of this.runners) r.beginStop();
     const until = Date.now() + graceMs;
     while (Date.now() < until && !this.runners.every((r) => r.drained)) await new Promise((r) => setTimeout(r, 10));
@@ -313,8 +388,10 @@ export class Worker extends EventEmitter {
       eventLoop: { maxLagMs: this.lagMonitor?.maxLagMs ?? 0, blockedCount: this.lagMonitor?.blockedCount ?? 0 },
       types: this.registrations.map((r) => {
         const b = this.blocked.get(`${r.ns}/${r.type}`);
-        const runner = this.runners.find((x) => x.settings.ns === r.ns && x.settings.type === r.type);
-        return { namespace: r.ns, taskType: r.type, running: runner?.runningCount ?? 0, zombies: runner?.zombieCount ?? 0, blockedCount: b?.count ?? 0, maxBlockedMs: b?.maxMs ?? 0 };
+        const runners = r.runners ?? [];
+        const running = runners.reduce((n, x) => n + x.runningCount, 0);
+        const zombies = runners.reduce((n, x) => n + x.zombieCount, 0);
+        return { namespace: r.ns, taskType: r.type, running, zombies, blockedCount: b?.count ?? 0, maxBlockedMs: b?.maxMs ?? 0 };
       }),
     };
   }
@@ -325,8 +402,8 @@ export class Worker extends EventEmitter {
   }
 
   private runningTypes(): BlockReport['types'] {
-    return this.runners.filter((r) => r.runningCount > 0)
-      .map((r) => ({ namespace: r.settings.ns, type: r.settings.type, running: r.runningCount }));
+    return this.registrations.map((r) => ({ namespace: r.ns, type: r.type, running: (r.runners ?? []).reduce((n, x) => n + x.runningCount, 0) }))
+      .filter((t) => t.running > 0);
   }
 
   private onBlocked(report: BlockReport): void {

@@ -2,13 +2,14 @@
 // redis+cluster:// URLs and their errors, producer and worker with namespaces on different
 // primaries (batches split per slot), retry to dead-letter and a delayed task by the worker's own
 // maintenance, the library checked on every primary, waitReplicas (WAIT on the enqueue's primary),
-// and a kill -9 of a primary after which every task acknowledged with waitReplicas=1 still runs.
+// a namespace of 6 partitions over several primaries, and a kill -9 of a primary after which every task acknowledged with waitReplicas=1 still runs.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Cluster } from 'ioredis';
 import { BatonError, Client, EnqueueError, Worker, type TaskRequest } from '../src/index.js';
 import { versionMismatch } from '../src/redis_link.js';
+import { partitionOf, storageNamespace } from '../src/partitions.js';
 import { isDead, isDone, quietWorker, record, uniqueNs } from './helpers/baton.js';
 import { RedisClusterHarness } from './helpers/redis_cluster.js';
 import { librarySource, waitFor } from './helpers/redis_server.js';
@@ -109,6 +110,37 @@ test('producer and worker across three primaries: batches split per slot, retry 
       assert.doesNotMatch(String(await node.call('INFO', 'errorstats')), /errorstat_MOVED/, `MOVED on ${p.port}`);
       node.disconnect();
     }
+  } finally {
+    await worker.stop();
+    await client.close();
+  }
+});
+
+test('a namespace of 6 partitions on several primaries: durable enqueues per partition, every task done', async () => {
+  const ns = uniqueNs('part');
+  const storage = Array.from({ length: 6 }, (_, p) => storageNamespace(ns, p));
+  const primaries = new Set(await Promise.all(storage.map(primaryOf)));
+  assert.ok(primaries.size >= 2, `the partitions' slots are on ${primaries.size} primaries`);
+  await admin.hset('baton:v2:partitions', ns, '6');
+  const client = await Client.connect({ redis: harness.url, waitReplicas: 1, waitTimeoutMs: 2000 });
+  const seen = new Map<string, string>();
+  const worker = quietWorker(harness.url).register(ns, 'job', (task) => {
+    seen.set(task.taskId, task.namespace);
+  }, { concurrency: 4 });
+  await worker.start();
+  try {
+    const ids = Array.from({ length: 60 }, (_, i) => `part-${i}`);
+    assert.equal(new Set(ids.map((id) => partitionOf(id, 6))).size, 6, 'the ids cover the six partitions');
+    // 40 in one enqueueMany (one pipeline, with its WAIT, per partition), 20 one by one.
+    const batch = await client.enqueueMany(ids.slice(0, 40).map((id) => ({ namespace: ns, taskType: 'job', payload: {}, options: { taskId: id } })));
+    assert.deepEqual(batch.map((r) => r.status), batch.map(() => 'queued'));
+    for (const id of ids.slice(40)) assert.equal((await client.enqueue(ns, 'job', {}, { taskId: id })).status, 'queued');
+    await waitFor('every task done in its partition', async () => {
+      for (const id of ids) if (!(await isDone(admin, storageNamespace(ns, partitionOf(id, 6)), id))) return false;
+      return true;
+    });
+    assert.ok(ids.every((id) => seen.get(id) === ns), 'handlers see the namespace');
+    console.log(`# 6 partitions on ${primaries.size} primaries: ${ids.length} tasks done`);
   } finally {
     await worker.stop();
     await client.close();

@@ -82,7 +82,9 @@ test('enqueueMany failing part-way: the error has every task id and the confirme
   const allowed = uniqueNs();
   const refused = uniqueNs();
   // A Redis user that may only write the first namespace's keys: its call succeeds, the other fails.
-  await env.server.redis().call('ACL', 'SETUSER', 'halfway', 'on', 'nopass', '+@all', 'allchannels', `~baton:v2:{${allowed}}:*`, '~baton:v2:namespaces');
+  // (Every producer reads the partition counts, baton:v2:partitions.)
+  await env.server.redis().call('ACL', 'SETUSER', 'halfway', 'on', 'nopass', '+@all', 'allchannels', `~baton:v2:{${allowed}}:*`, '~baton:v2:namespaces',
+    '%R~baton:v2:partitions');
   const limited = await Client.connect({ redis: env.server.url.replace('redis://', 'redis://halfway:x@') });
   const requests = [
     { namespace: allowed, taskType: 'a', payload: { i: 0 } },

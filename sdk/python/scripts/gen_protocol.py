@@ -5,7 +5,8 @@
     python3 scripts/gen_protocol.py --check   exit 1 when the generated file is stale
 
 The generated module holds, for the Python SDK:
-- the library name and version, key patterns, global keys, channels, namespace settings;
+- the library name and version, key patterns, global keys, the partition rule's constants,
+  channels, namespace settings;
 - one FCALL builder per Redis Function: it puts the function's KEYS in the order protocol.json
   gives (from a kind -> key mapping) and its ARGV in order, so a change of protocol.json changes
   the call sites (and mypy sees a renamed or added argument);
@@ -120,7 +121,14 @@ def render(protocol: dict[str, Any], errors: dict[str, Any]) -> str:
     out += ["}", "", "GLOBAL_KEYS: Final[Mapping[str, str]] = {"]
     for kind, key in protocol["global_keys"].items():
         out.append(f'    "{kind}": "{key}",')
-    out += ["}", "", "CHANNELS: Final[Mapping[str, str]] = {"]
+    parts = protocol["partitions"]
+    out += ["}", "", "# Partitions of a namespace (protocol.json \"partitions\", docs/cluster.md).",
+            f'PARTITIONS_KEY: Final = "{parts["key"]}"',
+            f'MAX_PARTITIONS: Final = {parts["max_count"]}',
+            f'PARTITIONS_REFRESH_SECONDS: Final = {parts["refresh_seconds"]}',
+            f'FNV1A32_OFFSET_BASIS: Final = {parts["hash"]["offset_basis"]}',
+            f'FNV1A32_PRIME: Final = {parts["hash"]["prime"]}']
+    out += ["", "CHANNELS: Final[Mapping[str, str]] = {"]
     for name, channel in protocol["channels"].items():
         out.append(f'    "{name}": "{channel}",')
     out += ["}", "", "# Namespace setting -> (default, min, max).",

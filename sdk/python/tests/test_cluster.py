@@ -18,6 +18,8 @@ import pytest
 import redis
 
 import baton
+from baton import _generated as gen
+from baton._partitions import partition_of
 from baton.keys import Keyspace
 from harness import ROOT, RedisServer, State, library_source, require_binary, running, wait_for
 
@@ -257,8 +259,12 @@ def test_delayed_tasks_with_batond(cluster: Any, spread: dict[int, str],
 
 def test_a_primary_without_the_library_is_a_version_mismatch(
         cluster: Any, spread: dict[int, str]) -> None:
-    bare_port, bare_ns = next(iter(spread.items()))
-    other_ns = list(spread.values())[1]
+    # Not the primary of the global partitions key: every producer reads it (HMGET) before
+    # its first enqueue to a namespace, so without the library there every enqueue would be
+    # a version mismatch (as it should: the cluster is not initialised).
+    partitions_port = cluster.primary_for_key(gen.PARTITIONS_KEY).port
+    bare_port, bare_ns = next((p, ns) for p, ns in spread.items() if p != partitions_port)
+    other_ns = next(ns for p, ns in spread.items() if p != bare_port)
     with cluster.node_client(cluster.node_by_port(bare_port)) as r:
         r.execute_command("FUNCTION", "DELETE", "baton_v2")
     try:
@@ -345,6 +351,49 @@ def test_wait_replicas_on_the_cluster(cluster: Any, spread: dict[int, str],
                            match=r"acknowledged by only 1 of 2 replica\(s\) within 200 ms"):
             client.enqueue(ns, "w", {}, task_id="01a24000-0000-7000-8000-000000000002")
         assert State(rc, ns).state("01a24000-0000-7000-8000-000000000002") == "queued"
+
+
+def test_a_namespace_in_six_partitions_spreads_over_primaries_and_runs(
+        cluster: Any, rc: redis.cluster.RedisCluster) -> None:
+    """docs/cluster.md, "Partitions": P=6 puts one namespace's tasks on several primaries; a
+    producer with wait_replicas=1 sends WAIT to each primary it wrote on, and one worker serves
+    every partition (its handlers see the namespace, never NS:p)."""
+    ns = "part6"
+    owners = {p: cluster.primary_for_key(Keyspace(ns, p).of("tasks")).port for p in range(6)}
+    assert len(set(owners.values())) >= 2, owners  # from the slot map
+    rc.hset(gen.PARTITIONS_KEY, ns, 6)
+    for node in cluster.live_nodes():
+        with cluster.node_client(node) as r:
+            r.config_resetstat()
+    ran: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    app = baton.Worker(cluster.url, block_ms=300, concurrency=2)
+
+    @app.task(ns, "spread")
+    def spread_job(task: baton.Task) -> None:
+        with lock:
+            ran.append((task.namespace, task.id))
+
+    with baton.Client(cluster.url, wait_replicas=1, wait_timeout=2) as client:
+        ids = [client.enqueue(ns, "spread", {}).task_id for _ in range(30)]
+        batch = client.enqueue_many([baton.TaskRequest(ns, "spread", {}) for _ in range(90)])
+        assert {r.status for r in batch} == {baton.EnqueueStatus.QUEUED}
+        ids += [r.task_id for r in batch]
+    used = {partition_of(t, 6) for t in ids}
+    assert used == set(range(6))
+    for task_id in ids:  # each task in its partition, on that partition's primary
+        p = partition_of(task_id, 6)
+        with cluster.node_client(cluster.node_by_port(owners[p])) as r:
+            assert r.hexists(Keyspace(ns, p).of("tasks"), task_id), (task_id, p)
+    waits = {port: stats.get("cmdstat_wait", 0) for port, stats in _node_stats(cluster).items()}
+    assert all(waits[port] >= 1 for port in set(owners.values())), waits
+    with running(app):
+        assert wait_for(lambda: len(ran) == 120, timeout=30), len(ran)
+    assert sorted(t for _, t in ran) == sorted(ids)
+    assert {n for n, _ in ran} == {ns}
+    for task_id in ids:
+        p = partition_of(task_id, 6)
+        assert rc.zscore(Keyspace(ns, p).of("done"), task_id) is not None, task_id
 
 
 def test_failover_with_wait_replicas_loses_no_acknowledged_task(

@@ -177,7 +177,7 @@ def test_a_refused_call_keeps_the_results_of_its_round_trip(client: baton.Client
     them, the others were written: their callers get queued, not duplicate."""
 
     def prepare(task_type: str) -> Prepared:
-        return _enqueue.prepare(baton.TaskRequest(ns, task_type, {}), client._keyspaces,
+        return _enqueue.prepare(baton.TaskRequest(ns, task_type, {}),
                                 _tracing.ProducerSpans())
 
     bad = prepare("t2")

@@ -34,13 +34,17 @@ class Context:
         self.task_payload_dir = task_payload_dir
         self.work_dir = work_dir
         self.env = env
+        # (producer, consumer) -> namespace where the run chose one (the cluster run spreads
+        # them over the primaries); any other cell gets namespace(producer, consumer).
+        self.namespaces = {}
         self.corpus_sha = {path: checks.file_sha256(path)
                            for path in case_defs.corpus_files(corpus_dir).values()}
 
 
 class CellResult:
-    def __init__(self, producer, consumer, results, seconds, cell_dir, warnings=()):
+    def __init__(self, producer, consumer, results, seconds, cell_dir, warnings=(), ns=""):
         self.producer = producer
+        self.ns = ns
         self.warnings = list(warnings)  # defects that fail no case (e.g. an unclean exit)
         self.consumer = consumer
         self.results = results  # case -> list of failure reasons
@@ -87,6 +91,19 @@ def _baton_json(ctx, args):
     return doc
 
 
+def _last_line(path):
+    """The last non-empty, non-indented line of a log: where a driver that gave up says why
+    (stack frames, indented in every language here, are skipped)."""
+    try:
+        with open(path, "rb") as f:
+            lines = [line for line in f.read().decode(errors="replace").splitlines()
+                     if line.strip()]
+    except OSError:
+        return "(no log)"
+    unindented = [line for line in lines if not line[0].isspace()]
+    return (unindented or lines or ["(empty log)"])[-1][:300]
+
+
 def _final(client, ns, task_id):
     """True when the task is done/cancelled/... (ZSET done) or dead (record "dead|...")."""
     if client.zscore("baton:v2:{%s}:done" % ns, task_id) is not None:
@@ -99,19 +116,25 @@ def _wait_settled(ctx, obs, consumer):
     ids = {p.get("task_id") for p in obs.produced
            if p.get("status") in ("queued", "scheduled") and isinstance(p.get("task_id"), str)}
     client = ctx.redis.client()
-    deadline = time.monotonic() + SETTLE_TIMEOUT_S
-    while ids and time.monotonic() < deadline and consumer.poll() is None:
-        ids = {i for i in ids if not _final(client, obs.ns, i)}
-        time.sleep(0.2)
+    try:
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        while ids and time.monotonic() < deadline and consumer.poll() is None:
+            ids = {i for i in ids if not _final(client, obs.ns, i)}
+            time.sleep(0.2)
+    finally:
+        client.close()
 
 
 def _collect(ctx, obs):
-    client = ctx.redis.client()
     ids = {p.get("task_id") for p in obs.produced if isinstance(p.get("task_id"), str)}
     ids |= {line["task_id"] for line in obs.lines if line["task_id"]}
-    for task_id in ids:
-        obs.done[task_id] = client.zscore("baton:v2:{%s}:done" % obs.ns, task_id)
-        obs.records[task_id] = client.hget("baton:v2:{%s}:tasks" % obs.ns, task_id)
+    client = ctx.redis.client()  # a cluster client in the cluster run: routed by slot
+    try:
+        for task_id in ids:
+            obs.done[task_id] = client.zscore("baton:v2:{%s}:done" % obs.ns, task_id)
+            obs.records[task_id] = client.hget("baton:v2:{%s}:tasks" % obs.ns, task_id)
+    finally:
+        client.close()
     shown = {p.get("task_id") for p in obs.produced
              if isinstance(p.get("task_id"), str) and
              not str(p.get("case", "")).startswith("payload/")}
@@ -127,7 +150,8 @@ def run(ctx, producer, consumer):
     cell_dir = os.path.join(ctx.work_dir, "cells", "%s-to-%s" % (producer.name, consumer.name))
     os.makedirs(cell_dir, exist_ok=True)
     obs = checks.Observation()
-    obs.ns = namespace(producer.name, consumer.name)
+    obs.ns = ctx.namespaces.get((producer.name, consumer.name)) or \
+        namespace(producer.name, consumer.name)
     obs.consumer = consumer.name
     obs.lines = case_defs.build(ctx.corpus_dir, ctx.task_payload_dir)
     obs.corpus_sha = ctx.corpus_sha
@@ -168,16 +192,21 @@ def run(ctx, producer, consumer):
                 obs.produced.append(line)
         _wait_settled(ctx, obs, consumer_proc)
     finally:
+        exited_early = consumer_proc.poll()
         consumer_rc = stop_process(consumer_proc, CONSUMER_STOP_TIMEOUT_S)
     _read_report(report_path, obs)
     _collect(ctx, obs)
     results = checks.evaluate(obs)
     warnings = []
-    if consumer_rc != 0:
+    if exited_early is not None:
+        warnings.append("the consumer exited by itself with status %s before the tasks were "
+                        "final: %s" % (exited_early, _last_line(
+                            os.path.join(cell_dir, "consumer.log"))))
+    elif consumer_rc != 0:
         warnings.append("the consumer exited with status %s after SIGTERM (log: %s)" % (
             consumer_rc, os.path.join(cell_dir, "consumer.log")))
     with open(os.path.join(cell_dir, "results.json"), "w", encoding="utf-8") as f:
         json.dump({"results": results, "produced": obs.produced, "task_show": obs.task_show},
                   f, indent=1, ensure_ascii=False)
     return CellResult(producer.name, consumer.name, results, time.monotonic() - started, cell_dir,
-                      warnings)
+                      warnings, obs.ns)

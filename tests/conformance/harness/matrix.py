@@ -2,8 +2,10 @@
 
 Prepares every language driver, starts redis-server and batond, runs every producer x consumer
 cell (2 at a time by default), prints the matrix and a closing line `N passed, N failed` counting
-cells x cases. Exit status 0 only when every case of every cell passed; 1 otherwise (a broken
-driver, a failed case, a dead batond), 2 when the run could not start.
+cells x cases. With --cluster the Redis is a 3-primary Redis Cluster (harness/cluster.py) and the
+cells' namespaces are spread evenly over its primaries. Exit status 0 only when every case of
+every cell passed; 1 otherwise (a broken driver, a failed case, a dead batond), 2 when the run
+could not start.
 """
 
 import argparse
@@ -14,9 +16,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 from harness import cases as case_defs
 from harness import cell
+from harness import cluster as cluster_defs
 from harness import drivers as driver_defs
 from harness import table
 from harness.servers import Batond, RedisServer
@@ -29,7 +33,7 @@ REPO = os.path.abspath(os.path.join(CONFORMANCE_DIR, "..", ".."))
 class Run:
     """The shared servers and settings of one harness run (matrix or self-test)."""
 
-    def __init__(self, keep=False):
+    def __init__(self, keep=False, cluster=False, cluster_replicas=0):
         build = os.environ.get("BATON_BUILD_DIR", os.path.join(REPO, "build", "release"))
         self.build_dir = build if os.path.isabs(build) else os.path.join(REPO, build)
         self.baton_bin = os.path.join(self.build_dir, "cli", "baton")
@@ -40,6 +44,8 @@ class Run:
         self.keep = keep
         # Drivers find the build through BATON_BUILD_DIR (absolute from here on).
         self.env = dict(os.environ, BATON_BUILD_DIR=self.build_dir)
+        self.cluster = cluster
+        self.cluster_replicas = cluster_replicas
         self.redis = None
         self.batond = None
         self.ctx = None
@@ -62,9 +68,16 @@ class Run:
                                % ", ".join(stale))
 
     def start(self):
-        self.redis = RedisServer(self.work_dir)
-        self.redis.start()
-        self.redis.load_functions(REPO)
+        if self.cluster:
+            self.redis = cluster_defs.ClusterRedis(self.cluster_replicas)
+            self.redis.start()
+            print("redis cluster: %s (%d replicas per primary); %s"
+                  % (self.redis.url, self.cluster_replicas,
+                     self.redis.load_functions(self.baton_bin, self.env)), flush=True)
+        else:
+            self.redis = RedisServer(self.work_dir)
+            self.redis.start()
+            self.redis.load_functions(REPO)
         # `baton init --check` compares the library version loaded with the one baton needs.
         check = subprocess.run([self.baton_bin, "--redis", self.redis.url, "init", "--check"],
                                capture_output=True, env=self.env)
@@ -79,6 +92,13 @@ class Run:
     def run_cells(self, pairs, jobs, on_done=None):
         """Runs (producer, consumer) Driver pairs, `jobs` at a time; {(p, c): CellResult}."""
         results = {}
+        if self.cluster:
+            # One namespace per cell, dealt round-robin to the primaries (harness/cluster.py).
+            self.ctx.namespaces = self.redis.spread([(p.name, c.name) for p, c in pairs],
+                                                    cell.namespace)
+            print("cell namespaces per primary:", flush=True)
+            for line in self.redis.describe_spread(self.ctx.namespaces):
+                print(line, flush=True)
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = {pool.submit(cell.run, self.ctx, p, c): (p.name, c.name) for p, c in pairs}
             for future in concurrent.futures.as_completed(futures):
@@ -86,8 +106,11 @@ class Run:
                 try:
                     result = future.result()
                 except Exception as e:  # the harness failed on this cell: the cell fails
-                    result = cell.CellResult(p, c, {case: ["harness error: %r" % e]
-                                                    for case in case_defs.CASES}, 0.0, "")
+                    where = traceback.extract_tb(e.__traceback__)[-1]
+                    reason = "harness error: %r (%s:%d)" % (
+                        e, os.path.basename(where.filename), where.lineno)
+                    result = cell.CellResult(p, c, {case: [reason] for case in case_defs.CASES},
+                                             0.0, "")
                 results[(p, c)] = result
                 if on_done:
                     on_done(result)
@@ -105,8 +128,9 @@ class Run:
 
 
 def _progress(result):
-    print("  %-8s -> %-8s %d/%d  %5.1f s" % (result.producer, result.consumer, result.passed(),
-                                            len(case_defs.CASES), result.seconds), flush=True)
+    print("  %-8s -> %-8s %d/%d  %5.1f s  %s" % (result.producer, result.consumer,
+                                                result.passed(), len(case_defs.CASES),
+                                                result.seconds, result.ns), flush=True)
 
 
 def _details(results):
@@ -126,11 +150,15 @@ def main(argv):
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("CONFORMANCE_JOBS", "2")),
                         help="cells run at once (default 2)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument("--cluster", action="store_true",
+                        help="run on a 3-primary Redis Cluster (redis+cluster:// URL)")
+    parser.add_argument("--cluster-replicas", type=int, default=0, choices=(0, 1),
+                        help="with --cluster: replicas per primary (default 0)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     only = set(args.langs.split(",")) if args.langs else None
 
-    run = Run(keep=args.keep)
+    run = Run(keep=args.keep, cluster=args.cluster, cluster_replicas=args.cluster_replicas)
     try:
         run.check_binaries()
     except RuntimeError as e:
@@ -147,11 +175,13 @@ def main(argv):
     success = False
     try:
         run.start()
-        print("redis-server %s, batond running; %d cells, %d at a time:"
-              % (run.redis.url, len(ready) ** 2, args.jobs), flush=True)
+        print("%s %s, batond running; %d cells, %d at a time:"
+              % ("redis cluster" if run.cluster else "redis-server", run.redis.url,
+                 len(ready) ** 2, args.jobs), flush=True)
         results = run.run_cells([(p, c) for p in ready for c in ready], max(1, args.jobs),
                                 _progress)
         batond_alive = run.batond.alive()
+        routing = run.redis.keys_by_primary(run.ctx.namespaces) if run.cluster else []
     except (RuntimeError, KeyboardInterrupt) as e:
         print("conformance: %s" % (e or "interrupted"), file=sys.stderr)
         run.stop(False)
@@ -166,6 +196,10 @@ def main(argv):
     # cannot run is not absent.
     failed += case_count * sum(1 for p in present for c in present
                                if p.state == "broken" or c.state == "broken")
+    if routing:
+        print("where the cells' keys are (a SCAN of each primary):")
+        for line in routing:
+            print(line)
     print()
     print(table.render(drivers, results, case_count))
     print()

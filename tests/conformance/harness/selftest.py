@@ -6,6 +6,8 @@
    per case) must fail all six, each for the reason its defect causes. The control's consumer is
    the unbroken CLI consumer; its producer is C++ because the CLI producer has a finding of its
    own (README.md). Exit 0 only when every expectation holds.
+With --cluster (CONFORMANCE_SELFTEST=1 run.sh --cluster) the two cells run on the Redis Cluster
+of the cluster run, in namespaces on two different primaries.
 """
 
 import os
@@ -38,7 +40,7 @@ def _unit_tests():
 def main(argv):
     started = time.monotonic()
     ok = _unit_tests()
-    run = Run(keep="--keep" in argv)
+    run = Run(keep="--keep" in argv, cluster="--cluster" in argv)
     try:
         run.check_binaries()
     except RuntimeError as e:

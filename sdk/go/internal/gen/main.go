@@ -30,6 +30,7 @@ type protocol struct {
 	Channels   map[string]string      `json:"channels"`
 	NSConfig   map[string]configRange `json:"namespace_config"`
 	Functions  map[string]function    `json:"functions"`
+	Partitions *partitions            `json:"partitions"`
 	kindOrder  []string               // key kinds in file order
 	fnOrder    []string               // functions in file order
 	cfgOrder   []string               // namespace settings in file order
@@ -38,6 +39,19 @@ type protocol struct {
 type keyKind struct {
 	Pattern string `json:"pattern"`
 	Typed   bool   `json:"typed"`
+}
+
+// partitions mirrors contract/protocol.json "partitions" (docs/cluster.md, "Partitions").
+type partitions struct {
+	Key              string `json:"key"`
+	MaxCount         int    `json:"max_count"`
+	StorageNamespace string `json:"storage_namespace"`
+	Hash             struct {
+		Name        string `json:"name"`
+		OffsetBasis uint32 `json:"offset_basis"`
+		Prime       uint32 `json:"prime"`
+	} `json:"hash"`
+	RefreshSeconds int `json:"refresh_seconds"`
 }
 
 type configRange struct {
@@ -116,6 +130,9 @@ func generate(dir string) ([]byte, error) {
 		return nil, err
 	}
 	writeConfig(&b, p)
+	if err := writePartitions(&b, p); err != nil {
+		return nil, err
+	}
 	for _, name := range p.fnOrder {
 		if err := writeFunction(&b, p, name, p.Functions[name]); err != nil {
 			return nil, err
@@ -301,6 +318,35 @@ func writeConfig(b *bytes.Buffer, p *protocol) {
 		w("// defaultLeaseMs is the namespace lease_ms default (contract/protocol.json).\n")
 		w("const defaultLeaseMs = %d\n\n", lease.Default)
 	}
+}
+
+// writePartitions emits the constants of the partition rule. The SDK's code follows the rule as
+// written (fnv1a32, storage namespace "NS:P"): a contract that names another fails generation
+// rather than producing an SDK that silently disagrees with the other languages.
+func writePartitions(b *bytes.Buffer, p *protocol) error {
+	pt := p.Partitions
+	if pt == nil {
+		return fmt.Errorf("protocol.json has no \"partitions\" section")
+	}
+	if pt.Hash.Name != "fnv1a32" || pt.StorageNamespace != "NS:P" {
+		return fmt.Errorf("partitions: the SDK implements hash fnv1a32 and storage namespace NS:P, the contract says %q and %q",
+			pt.Hash.Name, pt.StorageNamespace)
+	}
+	if pt.Key != p.GlobalKeys["partitions"] || pt.MaxCount < 1 || pt.RefreshSeconds < 1 {
+		return fmt.Errorf("partitions: key %q (global_keys.partitions %q), max_count %d, refresh_seconds %d",
+			pt.Key, p.GlobalKeys["partitions"], pt.MaxCount, pt.RefreshSeconds)
+	}
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	w("// The partition rule (contract/protocol.json \"partitions\"): a task goes to partition\n")
+	w("// fnv1a32(task_id) mod P of the P in HGET %s NS; partition p > 0 is the storage namespace NS:p.\n", pt.Key)
+	w("const (\n")
+	w("\t// MaxPartitions is the most partitions a namespace can have; a larger stored count counts as this.\n")
+	w("\tMaxPartitions = %d\n", pt.MaxCount)
+	w("\tpartitionRefreshSeconds = %d // how old a cached partition count may get\n", pt.RefreshSeconds)
+	w("\tfnv1a32OffsetBasis uint32 = %d\n", pt.Hash.OffsetBasis)
+	w("\tfnv1a32Prime uint32 = %d\n", pt.Hash.Prime)
+	w(")\n\n")
+	return nil
 }
 
 // writeFunction emits one wrapper: KEYS from the key kinds in order, ARGV as parameters.

@@ -31,8 +31,18 @@ export const GLOBAL_KEYS = {
   namespaces: "baton:v2:namespaces",
   cron_jobs: "baton:cron",
   cron_state: "baton:cron:state",
+  partitions: "baton:v2:partitions",
 } as const;
 export type GlobalKey = keyof typeof GLOBAL_KEYS;
+
+/** Partitions of a namespace (docs/cluster.md, "Partitions"): where P is, its limit, the hash. */
+export const PARTITIONS = {
+  key: "baton:v2:partitions",
+  maxCount: 1024,
+  refreshSeconds: 5,
+  hash: { name: "fnv1a32", offsetBasis: 2166136261, prime: 16777619 },
+  fixtures: "contract/fixtures/partitions.json",
+} as const;
 
 /** Pub/sub channels. */
 export const CHANNELS = {

@@ -1,5 +1,11 @@
-"""A running worker: connects, starts one TypeRunner per registered type, the heartbeat loop and
-(opt-in) the maintenance loop, and stops them gracefully."""
+"""A running worker: connects, starts one TypeRunner per registered type and partition of its
+namespace, the heartbeat loop, the partition watch and (opt-in) the maintenance loop, and stops
+them gracefully.
+
+Partitions (docs/cluster.md): a type of namespace NS is served in every partition 0..P-1 of NS,
+one TypeRunner (fetch loop and slots of the type's concurrency) per partition. P is read at start
+and every PARTITIONS_REFRESH_SECONDS; new partitions are served at once, without a restart.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +22,9 @@ import redis.asyncio
 from . import _generated as gen
 from . import _redis
 from ._lease import heartbeat_loop
+from ._loops import Outage
 from ._maintenance import Maintenance
+from ._partitions import hmget_command, parse_count
 from ._runner import RunnerConfig, TypeRunner, WorkerCounters
 from .errors import InternalError, translate
 from .keys import Keyspace
@@ -41,6 +49,9 @@ class Engine:
         self._stop = asyncio.Event()
         self._force = asyncio.Event()
         self.runners: list[TypeRunner] = []
+        self._fetchers: list[asyncio.Future[None]] = []
+        self._served: dict[str, int] = {}  # namespace -> partitions served (0..n-1)
+        self._maintenance: Maintenance | None = None
 
     def request_stop(self, force: bool = False) -> None:
         """Graceful stop; force ends the grace period at once, also one already running (a
@@ -50,22 +61,91 @@ class Engine:
         self._stop.set()
 
     async def _startup(self, client: _redis.AsyncRedis) -> list[RunnerConfig]:
-        """Checks the library version, registers the namespaces (a convenience for the CLI)
-        and resolves lease_ms 0 to the namespace's setting. Errors are fatal here."""
+        """Checks the library version, registers the namespaces (a convenience for the CLI),
+        reads their partition counts and returns the runner configs of every partition, lease_ms
+        0 resolved. Errors are fatal here."""
         try:
             version = await _redis.aexecute(client, *_redis.fcall_args(gen.version()))
             _redis.check_version_reply(version)
             namespaces = sorted({c.namespace for c in self._configs})
             await client.sadd(gen.GLOBAL_KEYS["namespaces"], *namespaces)
-            leases: dict[str, int] = {}
-            for ns in {c.namespace for c in self._configs if c.lease_ms == 0}:
-                reply = await _redis.aexecute(client, *_redis.fcall_args(
-                    gen.configure({"config": Keyspace(ns).of("config")})))
-                settings = dict(zip(reply[::2], reply[1::2], strict=True))
-                leases[ns] = int(settings[b"lease_ms"])
+            counts = await self._read_counts(client)
+            configs = await self._with_leases(client, self._new_partitions(counts))
         except _REDIS_ERRORS as e:
             raise translate(e) from e
-        return [c if c.lease_ms else _with_lease(c, leases[c.namespace]) for c in self._configs]
+        self._served.update(counts)
+        return configs
+
+    async def _read_counts(self, client: _redis.AsyncRedis) -> dict[str, int]:
+        """The partition count of every namespace served (one HMGET)."""
+        namespaces = sorted({c.namespace for c in self._configs})
+        reply = await _redis.aexecute(client, *hmget_command(namespaces))
+        if not isinstance(reply, list) or len(reply) != len(namespaces):
+            raise InternalError(f"HMGET {gen.PARTITIONS_KEY}: unexpected reply {reply!r:.100}")
+        return {ns: parse_count(ns, value) for ns, value in zip(namespaces, reply, strict=True)}
+
+    def _new_partitions(self, counts: dict[str, int]) -> list[RunnerConfig]:
+        """A config per registered type and partition not served yet (partitions only grow)."""
+        return [dataclasses.replace(c, partition=p) for c in self._configs
+                for p in range(self._served.get(c.namespace, 0), counts[c.namespace])]
+
+    @staticmethod
+    async def _with_leases(client: _redis.AsyncRedis,
+                           configs: list[RunnerConfig]) -> list[RunnerConfig]:
+        """lease_ms 0 resolved to the setting of the config's partition (one pipeline)."""
+        wanted = sorted({(c.namespace, c.partition) for c in configs if c.lease_ms == 0})
+        if not wanted:
+            return configs
+        calls = [_redis.fcall_args(gen.configure({"config": Keyspace(ns, p).of("config")}))
+                 for ns, p in wanted]
+        replies = await _redis.apipeline(client, calls)
+        leases: dict[tuple[str, int], int] = {}
+        for partition, reply in zip(wanted, replies, strict=True):
+            if isinstance(reply, BaseException):
+                raise translate(reply)
+            settings = dict(zip(reply[::2], reply[1::2], strict=True))
+            leases[partition] = int(settings[b"lease_ms"])
+        return [c if c.lease_ms else _with_lease(c, leases[(c.namespace, c.partition)])
+                for c in configs]
+
+    def _start_runners(self, client: _redis.AsyncRedis, configs: list[RunnerConfig]) -> None:
+        """A TypeRunner and its fetch loop per config; the heartbeat and maintenance loops
+        serve them from their next pass (they read self.runners)."""
+        for config in configs:
+            runner = TypeRunner(config, client, self._counters)
+            if self._maintenance is not None:
+                runner.on_retry = functools.partial(self._maintenance.on_retry, len(self.runners))
+                self._maintenance.add(runner)
+            self.runners.append(runner)
+            fetcher = asyncio.ensure_future(runner.fetch_loop())
+            fetcher.add_done_callback(self._on_fetcher_done)
+            self._fetchers.append(fetcher)
+
+    def _on_fetcher_done(self, fetcher: asyncio.Future[None]) -> None:
+        # A fetch loop only ends by itself when it crashed: that stops the whole worker.
+        if not fetcher.cancelled() and fetcher.exception() is not None:
+            self._stop.set()
+
+    async def _watch_partitions(self, client: _redis.AsyncRedis) -> None:
+        """Every PARTITIONS_REFRESH_SECONDS: serves the partitions the namespaces gained.
+        Runs until cancelled (before the shutdown, so no runner starts during it)."""
+        outage = Outage("worker partition watch")
+        while True:
+            await asyncio.sleep(gen.PARTITIONS_REFRESH_SECONDS)
+            try:
+                counts = await self._read_counts(client)
+                added = await self._with_leases(client, self._new_partitions(counts))
+            except Exception as e:  # noqa: BLE001 - log once, try again next period
+                outage.failed(translate(e))
+                continue
+            outage.ok()
+            if added:
+                self._start_runners(client, added)
+                log.info("baton worker serves new partitions: %s",
+                         ", ".join(f"{Keyspace(c.namespace, c.partition).storage}/"
+                                   f"{c.task_type}" for c in added))
+            for ns, count in counts.items():
+                self._served[ns] = max(self._served.get(ns, 0), count)
 
     async def serve(self, started: asyncio.Future[None] | None = None) -> None:
         client: _redis.AsyncRedis | None = None
@@ -80,28 +160,30 @@ class Engine:
             if started is not None and not started.done():
                 started.set_exception(e)
             raise
-        self.runners = [TypeRunner(c, client, self._counters) for c in configs]
-        fetchers = [asyncio.ensure_future(r.fetch_loop()) for r in self.runners]
-        helpers = [asyncio.ensure_future(heartbeat_loop(self.runners, client))]
         if self._maintenance_on:
-            maintenance = Maintenance(self.runners, client, configs[0].consumer)
-            for i, runner in enumerate(self.runners):
-                runner.on_retry = functools.partial(maintenance.on_retry, i)
-            helpers.append(asyncio.ensure_future(maintenance.loop()))
+            self._maintenance = Maintenance([], client, configs[0].consumer)
+        self._start_runners(client, configs)
+        helpers = [asyncio.ensure_future(heartbeat_loop(self.runners, client))]
+        if self._maintenance is not None:
+            helpers.append(asyncio.ensure_future(self._maintenance.loop()))
+        watch = asyncio.ensure_future(self._watch_partitions(client))
         log.info("baton worker %s running %s", configs[0].consumer,
-                 ", ".join(f"{c.namespace}/{c.task_type} ({c.executor} x{c.concurrency})"
-                           for c in configs))
+                 ", ".join(f"{c.namespace}/{c.task_type} ({c.executor} x{c.concurrency}"
+                           f"{_partitions_text(self._served[c.namespace])})"
+                           for c in self._configs))
         if started is not None and not started.done():
             started.set_result(None)
         failed: BaseException | None = None
         try:
-            stopper = asyncio.ensure_future(self._stop.wait())
-            await asyncio.wait([stopper, *fetchers], return_when=asyncio.FIRST_COMPLETED)
-            stopper.cancel()
+            await self._stop.wait()
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+            fetchers = list(self._fetchers)
             await self._shutdown(fetchers)
             failed = next((t.exception() for t in fetchers
                            if t.done() and not t.cancelled() and t.exception() is not None), None)
         finally:
+            watch.cancel()
             for task in helpers:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
@@ -149,3 +231,7 @@ class Engine:
 
 def _with_lease(config: RunnerConfig, lease_ms: int) -> RunnerConfig:
     return dataclasses.replace(config, lease_ms=lease_ms)
+
+
+def _partitions_text(count: int) -> str:
+    return f", {count} partitions" if count > 1 else ""

@@ -13,6 +13,7 @@ from typing import Any, Union
 
 from . import _generated as gen
 from . import _tracing, contract
+from ._partitions import PartitionCounts, partition_of
 from .errors import BatonError, InternalError, InvalidArgumentError, invalid, translate
 from .ids import uuid7
 from .keys import Keyspace
@@ -77,13 +78,14 @@ class TaskRequest:
 
 @dataclass
 class Prepared:
-    """A validated request: its baton_v2_enqueue item and unique lock key."""
+    """A validated request: its baton_v2_enqueue item and unique key (whose lock key is in
+    the task's partition, known only when the call is built)."""
 
     namespace: str
     task_type: str
     task_id: str
     item: tuple[gen.Arg, ...]
-    unique_lock: str | None
+    unique_key: str | None
 
 
 def _whole_seconds(field: str, value: object, rule: str) -> int:
@@ -109,7 +111,7 @@ def _unix_seconds(at: float | datetime) -> float:
     return float(at)
 
 
-def prepare(request: TaskRequest, keyspaces: dict[str, Keyspace], spans: _tracing.ProducerSpans,
+def prepare(request: TaskRequest, spans: _tracing.ProducerSpans,
             now: float | None = None) -> Prepared:
     """Validates one request (every rule of the contract, in schema order) and builds its
     item. Raises InvalidArgumentError naming the field; nothing is written then."""
@@ -151,9 +153,8 @@ def prepare(request: TaskRequest, keyspaces: dict[str, Keyspace], spans: _tracin
     if trace and "trace" not in extra:
         extra["trace"] = trace
     extra_bytes = contract.extra_text(extra)
-    unique_key: gen.Arg = ""
+    unique_key: str | None = None
     unique_ttl = 0
-    lock = None
     if request.unique_key is not None:
         if not isinstance(request.unique_key, str) or not request.unique_key:
             raise invalid("unique_key", f"must be a non-empty string "
@@ -164,16 +165,14 @@ def prepare(request: TaskRequest, keyspaces: dict[str, Keyspace], spans: _tracin
             raise invalid("unique_ttl", f"must be at least 1 second when unique_key is set "
                                         f"(got {unique_ttl})")
         unique_key = request.unique_key
-        keyspace = keyspaces.get(namespace) or keyspaces.setdefault(namespace, Keyspace(namespace))
-        lock = keyspace.unique(request.unique_key)
     elif request.unique_ttl is not None:
         raise invalid("unique_ttl", "needs unique_key")
     item = (task_id, payload, max_retry, delay, created_at, timeout, extra_bytes, run_at_ms,
-            unique_key, unique_ttl)
-    return Prepared(namespace, task_type, task_id, item, lock)
+            unique_key or "", unique_ttl)
+    return Prepared(namespace, task_type, task_id, item, unique_key)
 
 
-def prepare_all(requests: Sequence[TaskRequest], keyspaces: dict[str, Keyspace],
+def prepare_all(requests: Sequence[TaskRequest],
                 spans: _tracing.ProducerSpans) -> list[Prepared]:
     """Validates every request first; the first invalid one fails the whole call with its
     index: ``requests[3]: max_retry: must be an integer 0..25 (got 99)``."""
@@ -181,28 +180,38 @@ def prepare_all(requests: Sequence[TaskRequest], keyspaces: dict[str, Keyspace],
     out = []
     for i, request in enumerate(requests):
         try:
-            out.append(prepare(request, keyspaces, spans, now))
+            out.append(prepare(request, spans, now))
         except InvalidArgumentError as e:
             raise InvalidArgumentError(f"requests[{i}]: {e.message}", field=e.field) from None
     return out
 
 
-def calls(prepared: Sequence[Prepared],
-          keyspaces: dict[str, Keyspace]) -> list[tuple[gen.Call, list[int]]]:
-    """The baton_v2_enqueue calls for prepared tasks: one per (namespace, type) and chunk of
-    CHUNK, each with the request indexes it carries (in order)."""
-    groups: dict[tuple[str, str], list[int]] = {}
+def keyspace(keyspaces: dict[tuple[str, int], Keyspace], namespace: str,
+             partition: int = 0) -> Keyspace:
+    """The (cached) keyspace of a namespace's partition."""
+    ks = keyspaces.get((namespace, partition))
+    if ks is None:
+        ks = keyspaces[(namespace, partition)] = Keyspace(namespace, partition)
+    return ks
+
+
+def calls(prepared: Sequence[Prepared], keyspaces: dict[tuple[str, int], Keyspace],
+          partitions: PartitionCounts) -> list[tuple[gen.Call, list[int]]]:
+    """The baton_v2_enqueue calls for prepared tasks: one per (namespace, partition, type) and
+    chunk of CHUNK, each with the request indexes it carries (in order). Each task goes to the
+    partition of its id under the namespace's count in partitions (its keys, its unique lock)."""
+    groups: dict[tuple[str, int, str], list[int]] = {}
     for i, p in enumerate(prepared):
-        groups.setdefault((p.namespace, p.task_type), []).append(i)
+        partition = partition_of(p.task_id, partitions.count(p.namespace))
+        groups.setdefault((p.namespace, partition, p.task_type), []).append(i)
     out = []
-    for (namespace, task_type), indexes in groups.items():
-        keyspace = keyspaces.get(namespace) or keyspaces.setdefault(namespace,
-                                                                    Keyspace(namespace))
-        keys = keyspace.for_type(task_type)
+    for (namespace, partition, task_type), indexes in groups.items():
+        ks = keyspace(keyspaces, namespace, partition)
+        keys = ks.for_type(task_type)
         for start in range(0, len(indexes), CHUNK):
             chunk = indexes[start : start + CHUNK]
             items = [prepared[i].item for i in chunk]
-            locks = [lock for i in chunk if (lock := prepared[i].unique_lock) is not None]
+            locks = [ks.unique(key) for i in chunk if (key := prepared[i].unique_key)]
             out.append((gen.enqueue(keys, len(chunk), items, locks), chunk))
     return out
 

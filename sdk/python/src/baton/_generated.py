@@ -39,7 +39,15 @@ GLOBAL_KEYS: Final[Mapping[str, str]] = {
     "namespaces": "baton:v2:namespaces",
     "cron_jobs": "baton:cron",
     "cron_state": "baton:cron:state",
+    "partitions": "baton:v2:partitions",
 }
+
+# Partitions of a namespace (protocol.json "partitions", docs/cluster.md).
+PARTITIONS_KEY: Final = "baton:v2:partitions"
+MAX_PARTITIONS: Final = 1024
+PARTITIONS_REFRESH_SECONDS: Final = 5
+FNV1A32_OFFSET_BASIS: Final = 2166136261
+FNV1A32_PRIME: Final = 16777619
 
 CHANNELS: Final[Mapping[str, str]] = {
     "wakeup": "baton:v2:wakeup",

@@ -15,18 +15,24 @@ from ._loops import Backoff, Outage
 from ._runner import TypeRunner
 from .errors import translate
 
+# Longest sleep between passes: below the shortest period (lease_ms >= 1000), so a runner added
+# while the loop sleeps (a new partition) gets its first beat in time.
+MAX_SLEEP = 0.3
+
 
 async def heartbeat_loop(runners: Sequence[TypeRunner], client: _redis.AsyncRedis) -> None:
-    """Runs until cancelled."""
-    periods = [max(r.config.lease_ms / 3000.0, 0.001) for r in runners]
-    start = time.monotonic()
-    next_beat = [start + p for p in periods]
+    """Runs until cancelled. runners may grow while it runs (partitions served later)."""
+    periods: list[float] = []
+    next_beat: list[float] = []
     # After a failure retry sooner than the period (never later): one missed beat must not
     # cost the lease.
-    backoff = Backoff(0.1, min(periods))
+    backoff = Backoff(0.1, min(max(r.config.lease_ms / 3000.0, 0.001) for r in runners))
     outage = Outage("worker heartbeat")
     while True:
-        await asyncio.sleep(max(0.0, min(next_beat) - time.monotonic()))
+        for r in runners[len(periods):]:
+            periods.append(max(r.config.lease_ms / 3000.0, 0.001))
+            next_beat.append(time.monotonic() + periods[-1])
+        await asyncio.sleep(min(MAX_SLEEP, max(0.0, min(next_beat) - time.monotonic())))
         now = time.monotonic()
         due = [i for i, t in enumerate(next_beat) if t <= now]
         sent: list[tuple[int, list[tuple[str, str]]]] = []

@@ -1,6 +1,6 @@
 """In-process maintenance (opt-in, ``Worker(maintenance=True)``) for setups without batond:
 promotes due delayed and retrying tasks (baton_v2_promote) and takes back expired leases
-(baton_v2_reclaim) of this worker's task types.
+(baton_v2_reclaim) of this worker's task types, in every partition it serves.
 
 It never polls faster than Redis says: each call returns the next due time or lease deadline
 (server clock), and the loop sleeps until the earliest one, at most 1 s at a time. A retry this
@@ -33,7 +33,7 @@ class Maintenance:
 
     def __init__(self, runners: Sequence[TypeRunner], client: _redis.AsyncRedis,
                  reaper: str):
-        self._runners = runners
+        self._runners = list(runners)
         self._redis = client
         self._reaper = reaper
         now = time.monotonic()
@@ -42,6 +42,15 @@ class Maintenance:
         self._offset_ms: float | None = None  # server ms - local monotonic ms
         self._wake = asyncio.Event()
         self._random = random.Random()
+
+    def add(self, runner: TypeRunner) -> None:
+        """Serves one more runner (a partition the namespace gained), from the next pass; its
+        index is the number of runners added before it."""
+        self._runners.append(runner)
+        now = time.monotonic()
+        self._promote_at.append(now)
+        self._reclaim_at.append(now)
+        self._wake.set()
 
     def on_retry(self, index: int, due_ms: int) -> None:
         """A task of runner index was scheduled to retry at due_ms (server clock)."""

@@ -52,6 +52,9 @@ class RunnerConfig:
     fetch_batch: int
     block_ms: int
     process_start_method: str = "spawn"
+    # The partition of the namespace served (docs/cluster.md, "Partitions"): its keys are
+    # those of the storage namespace NS:p (NS for 0); tasks still carry namespace NS.
+    partition: int = 0
 
 
 @dataclass
@@ -65,7 +68,8 @@ class WorkerCounters:
 
 
 class TypeRunner:
-    """Fetches, runs and settles the tasks of one (namespace, task type)."""
+    """Fetches, runs and settles the tasks of one (namespace, task type) in one partition of
+    the namespace."""
 
     def __init__(self, config: RunnerConfig, client: _redis.AsyncRedis,
                  counters: WorkerCounters):
@@ -74,14 +78,15 @@ class TypeRunner:
         self._counters = counters
         # Told the due time (Unix ms) of every retry this runner schedules (maintenance).
         self.on_retry: Callable[[int], None] | None = None
-        self._keys = Keyspace(config.namespace).for_type(config.task_type)
+        keyspace = Keyspace(config.namespace, config.partition)
+        self._keys = keyspace.for_type(config.task_type)
         self._completions: list[Completion] = []
         self._wake = asyncio.Event()
         self._stopping = False
         self._abandoned = False
         self._xread: asyncio.Task[Any] | None = None
         self._backoff = Backoff()
-        label = f"{config.namespace}/{config.task_type}"
+        label = f"{keyspace.storage}/{config.task_type}"  # NS:p/type in a partition p >= 1
         self._outage = Outage(f"worker {label}")
         self._random = random.Random()
         self._attempts = Attempts(label, config.handler, config.executor, config.concurrency,

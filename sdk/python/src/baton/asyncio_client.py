@@ -16,6 +16,7 @@ from . import _generated as gen
 from ._coalesce import AsyncCoalescer
 from ._durable import Wait
 from ._enqueue import EnqueueResult, Payload, Seconds, TaskRequest
+from ._partitions import PartitionCounts, hmget_command
 from .errors import BatonError, translate
 from .keys import Keyspace
 
@@ -37,7 +38,8 @@ class AsyncClient:
         if self._wait is not None and socket_timeout is not None:
             socket_timeout += wait_timeout  # a reply may come after WAIT's whole timeout
         self._redis = _redis.async_client(url, redis_options, socket_timeout)
-        self._keyspaces: dict[str, Keyspace] = {}
+        self._keyspaces: dict[tuple[str, int], Keyspace] = {}
+        self._partitions = PartitionCounts()
         self._coalescer = AsyncCoalescer(self._send_each)
 
     @property
@@ -51,6 +53,16 @@ class AsyncClient:
             return await _redis.aexecute(self._redis, *_redis.fcall_args(call))
         except _REDIS_ERRORS as e:
             raise translate(e) from e
+
+    async def _read_partitions(self, namespaces: Iterable[str]) -> None:
+        """Reads the partition counts never read or older than 5 s (one HMGET)."""
+        stale = self._partitions.stale(namespaces)
+        if stale:
+            try:
+                reply = await _redis.aexecute(self._redis, *hmget_command(stale))
+            except _REDIS_ERRORS as e:
+                raise translate(e) from e
+            self._partitions.update(stale, reply)
 
     async def library_version(self) -> str:
         """Connects if needed and returns the functions library version ("2")."""
@@ -75,14 +87,14 @@ class AsyncClient:
         request = TaskRequest(namespace, task_type, payload, delay, at, max_retry,
                               execution_timeout, task_id, unique_key, unique_ttl, extra)
         with _tracing.ProducerSpans() as spans:
-            prepared = _enqueue.prepare(request, self._keyspaces, spans)
+            prepared = _enqueue.prepare(request, spans)
             result = await self._coalescer.submit(prepared)
         return result
 
     async def enqueue_many(self, requests: Iterable[TaskRequest]) -> list[EnqueueResult]:
         """Enqueues many tasks in one round trip (see :meth:`baton.Client.enqueue_many`)."""
         with _tracing.ProducerSpans() as spans:
-            prepared = _enqueue.prepare_all(list(requests), self._keyspaces, spans)
+            prepared = _enqueue.prepare_all(list(requests), spans)
             results = await self._send(prepared)
         return results
 
@@ -93,8 +105,7 @@ class AsyncClient:
         """Enqueues a whole task document as it is (see
         :meth:`baton.Client.enqueue_document`)."""
         with _tracing.ProducerSpans() as spans:
-            prepared = _producer.prepare_document(document, at, unique_key, unique_ttl,
-                                                  self._keyspaces, spans)
+            prepared = _producer.prepare_document(document, at, unique_key, unique_ttl, spans)
             result = await self._coalescer.submit(prepared)
         return result
 
@@ -106,7 +117,8 @@ class AsyncClient:
         """One round trip; each task's result or the error of its call."""
         if not prepared:
             return []
-        calls = _enqueue.calls(prepared, self._keyspaces)
+        await self._read_partitions(p.namespace for p in prepared)
+        calls = _enqueue.calls(prepared, self._keyspaces, self._partitions)
         if len(calls) == 1 and self._wait is None:
             replies: list[Any] = [await self._fcall(calls[0][0])]
         else:
@@ -119,18 +131,37 @@ class AsyncClient:
 
     async def cancel(self, namespace: str, task_id: str) -> None:
         """Cancels a task that has not started (see :meth:`baton.Client.cancel`)."""
-        ks = _producer.keyspace(self._keyspaces, namespace)
+        contract.check_name("namespace", namespace)
         contract.check_task_id(task_id)
+        await self._read_partitions([namespace])
+        order = _producer.cancel_order(namespace, task_id, self._partitions.count(namespace))
+        commands = _producer.record_commands(self._keyspaces, namespace, task_id, order)
         try:
-            record = await self._redis.hget(ks.of("tasks"), task_id)
+            records = [await _redis.aexecute(self._redis, *commands[0])]
+            if records[0] is None and len(order) > 1:
+                records += await _redis.apipeline(self._redis, commands[1:])
         except _REDIS_ERRORS as e:
             raise translate(e) from e
-        await self._fcall(_producer.cancel_call(self._keyspaces, namespace, task_id, record))
+        partition, record = _producer.found(order[: len(records)], records)
+        await self._fcall(_producer.cancel_call(self._keyspaces, namespace, partition, task_id,
+                                                record))
 
     async def configure(self, namespace: str, **settings: int | str | None) -> dict[str, int]:
         """Changes and returns namespace settings (see :meth:`baton.Client.configure`)."""
-        keys = {"config": _producer.keyspace(self._keyspaces, namespace).of("config")}
-        reply = await self._fcall(gen.configure(keys, _producer.configure_items(settings)))
+        contract.check_name("namespace", namespace)
+        items = _producer.configure_items(settings)
+        await self._read_partitions([namespace])
+        calls = _producer.configure_calls(self._keyspaces, namespace,
+                                          self._partitions.count(namespace), items)
+        if len(calls) == 1:
+            reply = await self._fcall(calls[0])
+        else:
+            try:
+                replies = await _redis.apipeline(self._redis,
+                                                 [_redis.fcall_args(c) for c in calls])
+            except _REDIS_ERRORS as e:
+                raise translate(e) from e
+            reply = _producer.first_configure_reply(replies)
         return _producer.configure_result(reply)
 
     async def close(self) -> None:

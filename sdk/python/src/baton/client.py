@@ -14,6 +14,7 @@ from . import _generated as gen
 from ._coalesce import SyncCoalescer
 from ._durable import Wait
 from ._enqueue import EnqueueResult, Payload, Seconds, TaskRequest
+from ._partitions import PartitionCounts, hmget_command
 from .errors import BatonError, translate
 from .keys import Keyspace
 
@@ -33,6 +34,11 @@ class Client:
     written); the next call reconnects. Enqueueing again with the same task id is always safe: a
     task already written comes back as ``duplicate``. The default id is new on every call, so
     to retry pass your own: ``task_id=baton.uuid7()``, made once.
+
+    A namespace spread over partitions (``HGET baton:v2:partitions NS``; docs/cluster.md,
+    "Partitions") is handled here: the count is read on first use of a namespace and again
+    when older than 5 s, each task goes to the partition of its id, and its document keeps the
+    namespace.
 
     Args:
         url: ``redis://[user:password@]host:port[/db]``, ``rediss://...``, ``unix://path``, or
@@ -58,7 +64,8 @@ class Client:
         if self._wait is not None and socket_timeout is not None:
             socket_timeout += wait_timeout  # a reply may come after WAIT's whole timeout
         self._redis = _redis.sync_client(url, redis_options, socket_timeout)
-        self._keyspaces: dict[str, Keyspace] = {}
+        self._keyspaces: dict[tuple[str, int], Keyspace] = {}
+        self._partitions = PartitionCounts()
         self._coalescer = SyncCoalescer(self._send_each)
 
     @property
@@ -72,6 +79,16 @@ class Client:
             return _redis.execute(self._redis, *_redis.fcall_args(call))
         except _REDIS_ERRORS as e:
             raise translate(e) from e
+
+    def _read_partitions(self, namespaces: Iterable[str]) -> None:
+        """Reads the partition counts never read or older than 5 s (one HMGET)."""
+        stale = self._partitions.stale(namespaces)
+        if stale:
+            try:
+                reply = _redis.execute(self._redis, *hmget_command(stale))
+            except _REDIS_ERRORS as e:
+                raise translate(e) from e
+            self._partitions.update(stale, reply)
 
     def library_version(self) -> str:
         """Connects if needed and returns the functions library version ("2")."""
@@ -116,17 +133,18 @@ class Client:
         request = TaskRequest(namespace, task_type, payload, delay, at, max_retry,
                               execution_timeout, task_id, unique_key, unique_ttl, extra)
         with _tracing.ProducerSpans() as spans:
-            prepared = _enqueue.prepare(request, self._keyspaces, spans)
+            prepared = _enqueue.prepare(request, spans)
             result = self._coalescer.submit(prepared)
         return result
 
     def enqueue_many(self, requests: Iterable[TaskRequest]) -> list[EnqueueResult]:
-        """Enqueues many tasks in one round trip (one call per namespace, type and 256 tasks);
-        results in request order. Every request is validated first: one invalid request fails
-        the call (``requests[3]: max_retry: ...``) and nothing is written. If Redis fails
-        midway some calls may have been written: retrying with the same task ids is safe."""
+        """Enqueues many tasks in one round trip (one call per namespace partition, type and
+        256 tasks); results in request order. Every request is validated first: one invalid
+        request fails the call (``requests[3]: max_retry: ...``) and nothing is written. If
+        Redis fails midway some calls may have been written: retrying with the same task ids
+        is safe."""
         with _tracing.ProducerSpans() as spans:
-            results = self._send(_enqueue.prepare_all(list(requests), self._keyspaces, spans))
+            results = self._send(_enqueue.prepare_all(list(requests), spans))
         return results
 
     def enqueue_document(self, document: bytes | str | contract.TaskDocument, *,
@@ -139,8 +157,7 @@ class Client:
         span (or, without OpenTelemetry, the trace of the task being handled), while a
         document's own ``trace`` field is kept as written."""
         with _tracing.ProducerSpans() as spans:
-            prepared = _producer.prepare_document(document, at, unique_key, unique_ttl,
-                                                  self._keyspaces, spans)
+            prepared = _producer.prepare_document(document, at, unique_key, unique_ttl, spans)
             result = self._coalescer.submit(prepared)
         return result
 
@@ -152,7 +169,8 @@ class Client:
         """One round trip; each task's result or the error of its call."""
         if not prepared:
             return []
-        calls = _enqueue.calls(prepared, self._keyspaces)
+        self._read_partitions(p.namespace for p in prepared)
+        calls = _enqueue.calls(prepared, self._keyspaces, self._partitions)
         if len(calls) == 1 and self._wait is None:
             replies: list[Any] = [self._fcall(calls[0][0])]
         else:
@@ -166,21 +184,41 @@ class Client:
     def cancel(self, namespace: str, task_id: str) -> None:
         """Cancels a task that has not started (queued, scheduled or waiting to retry); it
         becomes final ``cancelled``. NotFoundError when there is no live task with that id,
-        ConflictError when it is running or dead."""
-        ks = _producer.keyspace(self._keyspaces, namespace)
+        ConflictError when it is running or dead. In a partitioned namespace it looks in the
+        id's partition first, then in the others."""
+        contract.check_name("namespace", namespace)
         contract.check_task_id(task_id)
+        self._read_partitions([namespace])
+        order = _producer.cancel_order(namespace, task_id, self._partitions.count(namespace))
+        commands = _producer.record_commands(self._keyspaces, namespace, task_id, order)
         try:
-            record = self._redis.hget(ks.of("tasks"), task_id)
+            records = [_redis.execute(self._redis, *commands[0])]
+            if records[0] is None and len(order) > 1:
+                records += _redis.pipeline(self._redis, commands[1:])
         except _REDIS_ERRORS as e:
             raise translate(e) from e
-        self._fcall(_producer.cancel_call(self._keyspaces, namespace, task_id, record))
+        partition, record = _producer.found(order[: len(records)], records)
+        self._fcall(_producer.cancel_call(self._keyspaces, namespace, partition, task_id,
+                                          record))
 
     def configure(self, namespace: str, **settings: int | str | None) -> dict[str, int]:
         """Changes namespace settings (events_maxlen, done_retention_s, dlq_max,
         dlq_retention_s, lease_ms; None = back to the default) and returns all of them. No
-        argument: read only. All or nothing: a value out of range changes nothing."""
-        keys = {"config": _producer.keyspace(self._keyspaces, namespace).of("config")}
-        reply = self._fcall(gen.configure(keys, _producer.configure_items(settings)))
+        argument: read only. All or nothing: a value out of range changes nothing. In a
+        partitioned namespace every partition is written and partition 0's settings returned."""
+        contract.check_name("namespace", namespace)
+        items = _producer.configure_items(settings)
+        self._read_partitions([namespace])
+        calls = _producer.configure_calls(self._keyspaces, namespace,
+                                          self._partitions.count(namespace), items)
+        if len(calls) == 1:
+            reply = self._fcall(calls[0])
+        else:
+            try:
+                replies = _redis.pipeline(self._redis, [_redis.fcall_args(c) for c in calls])
+            except _REDIS_ERRORS as e:
+                raise translate(e) from e
+            reply = _producer.first_configure_reply(replies)
         return _producer.configure_result(reply)
 
     def close(self) -> None:

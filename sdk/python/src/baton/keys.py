@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from . import contract
-from ._generated import GLOBAL_KEYS, KEY_KINDS
+from ._generated import GLOBAL_KEYS, KEY_KINDS, MAX_PARTITIONS
+from ._partitions import storage_namespace
 
 
 def _fill(pattern: str, slot: str, value: str) -> str:
@@ -21,15 +22,21 @@ def _fill(pattern: str, slot: str, value: str) -> str:
 
 
 class Keyspace:
-    """Every key of one namespace ``NS``: ``baton:v2:{NS}:...``.
+    """Every key of one namespace ``NS``: ``baton:v2:{NS}:...``, or of its partition p >= 1:
+    ``baton:v2:{NS:p}:...`` (docs/cluster.md, "Partitions").
 
-    The ``{NS}`` hash tag puts all keys of a namespace in one Redis Cluster slot.
+    The ``{NS}`` hash tag puts all keys of a namespace (of one partition) in one Redis Cluster
+    slot.
     """
 
-    def __init__(self, namespace: str):
+    def __init__(self, namespace: str, partition: int = 0):
         contract.check_name("namespace", namespace)
+        if not 0 <= partition < MAX_PARTITIONS:
+            raise ValueError(f"partition must be 0..{MAX_PARTITIONS - 1} (got {partition})")
         self.namespace = namespace
-        self._tag = "{" + namespace + "}"
+        self.partition = partition
+        self.storage = storage_namespace(namespace, partition)  # NS, or NS:p for p >= 1
+        self._tag = "{" + self.storage + "}"
         self._by_type: dict[str, Mapping[str, str]] = {}
 
     def of(self, kind: str, task_type: str | None = None) -> str:

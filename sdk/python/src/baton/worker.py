@@ -2,7 +2,11 @@
 
 Each registered type has its own fetch loop and slots (threads for sync handlers, asyncio tasks
 for async ones, child processes for ``executor="process"``), so a slow or backlogged type never
-delays another. At-least-once: a task is acked only after its handler returned. Every task the
+delays another. In a namespace spread over P partitions (docs/cluster.md, "Partitions") a type
+has one fetch loop and its own slots per partition, P is read again every 5 s, and new
+partitions are served without a restart; handlers see the namespace, never ``NS:p``.
+
+At-least-once: a task is acked only after its handler returned. Every task the
 worker takes is leased to it in Redis and the lease is extended every lease/3 while the handler
 runs; a worker that dies stops extending, and once the lease ends whoever reclaims (batond, or a
 worker with ``maintenance=True``) hands the task to another worker.
@@ -160,7 +164,8 @@ class Worker:
         non_retryable) sends the task straight to the dead-letter queue.
 
         Args:
-            concurrency: slots of this type (default: the worker's).
+            concurrency: slots of this type (default: the worker's), in each partition of a
+                partitioned namespace.
             executor: ``auto`` (async for ``async def``, else threads), ``thread``, ``async``
                 or ``process`` (CPU-bound work in child processes; the handler must be a
                 module-level function).

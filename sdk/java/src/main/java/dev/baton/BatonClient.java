@@ -1,6 +1,7 @@
 package dev.baton;
 
 import dev.baton.internal.Keys;
+import dev.baton.internal.Partitions;
 import dev.baton.internal.Protocol;
 import dev.baton.internal.Redis;
 import dev.baton.internal.Replies;
@@ -8,8 +9,12 @@ import dev.baton.internal.Threads;
 import dev.baton.internal.Tracing;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 
@@ -27,33 +32,111 @@ import java.util.concurrent.ExecutorService;
 public final class BatonClient implements AutoCloseable {
     /** Tasks per enqueue call in {@link #enqueueAll(List)}. */
     static final int BATCH = 256;
+    /** How long {@link Builder#waitReplicas(int)} waits by default. */
+    public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofSeconds(1);
 
     private final Redis redis;
     private final ExecutorService async;
-    private final EnqueueCoalescer coalescer = new EnqueueCoalescer(this::call);
+    private final EnqueueCoalescer coalescer = new EnqueueCoalescer(this::sendAll);
+    private final Partitions.Cache partitions;
     private volatile boolean checkVersion;
 
-    private BatonClient(Redis redis) {
+    private final int waitReplicas;
+    private final long waitTimeoutMs;
+
+    private BatonClient(Redis redis, int waitReplicas, long waitTimeoutMs) {
         this.redis = redis;
+        this.waitReplicas = waitReplicas;
+        this.waitTimeoutMs = waitTimeoutMs;
         this.async = Threads.perTask("baton-client");
+        this.partitions = new Partitions.Cache(redis);
     }
 
     /**
-     * Connects and checks the functions library version.
+     * Connects and checks the functions library version (on a Redis Cluster: on every primary).
      *
-     * @param redisUrl {@code redis://host:port[/db]}
+     * @param redisUrl {@code redis://host:port[/db]}, or the seed nodes of a Redis Cluster
+     *     {@code redis+cluster://[user:password@]host:port[,host:port...]}
      * @return the client
-     * @throws BatonException {@code unavailable} or {@code version_mismatch}
+     * @throws BatonException {@code invalid_argument} (a bad URL, naming {@code redis_url} for a
+     *     cluster URL), {@code unavailable} or {@code version_mismatch}
      */
     public static BatonClient connect(String redisUrl) {
-        Redis r = new Redis(redisUrl, 16);
-        try {
-            r.checkVersion();
-        } catch (RuntimeException e) {
-            r.close();
-            throw e;
+        return builder(redisUrl).build();
+    }
+
+    /**
+     * @param redisUrl as for {@link #connect(String)}
+     * @return a builder with the defaults (no WAIT)
+     */
+    public static Builder builder(String redisUrl) {
+        return new Builder(redisUrl);
+    }
+
+    /** Settings of a {@link BatonClient}. */
+    public static final class Builder {
+        private final String redisUrl;
+        private int waitReplicas;
+        private Duration waitTimeout = DEFAULT_WAIT_TIMEOUT;
+
+        private Builder(String redisUrl) {
+            this.redisUrl = redisUrl;
         }
-        return new BatonClient(r);
+
+        /**
+         * Durable enqueue (default 0: off). After each enqueue call, on the same connection of
+         * the same primary, the client sends {@code WAIT n <waitTimeout>}. When fewer than
+         * {@code n} replicas acknowledged the write in time, the enqueue throws {@link
+         * NotDurableException} ({@code unavailable}): the task was written on the primary (it
+         * may still run) but is not known to survive a failover. Works on a Redis Cluster and on
+         * a single Redis with replicas.
+         *
+         * @param n replicas to wait for, at least 0
+         * @return this
+         */
+        public Builder waitReplicas(int n) {
+            this.waitReplicas = n;
+            return this;
+        }
+
+        /**
+         * @param d how long {@link #waitReplicas(int)} waits (default 1 s; at least 1 ms and
+         *     shorter than the Redis socket timeout, 2 s)
+         * @return this
+         */
+        public Builder waitTimeout(Duration d) {
+            this.waitTimeout = d;
+            return this;
+        }
+
+        /**
+         * Checks the settings, connects and checks the library version.
+         *
+         * @return the client
+         * @throws BatonException {@code invalid_argument} naming {@code wait_replicas} or
+         *     {@code wait_timeout}, or as {@link BatonClient#connect(String)}
+         */
+        public BatonClient build() {
+            if (waitReplicas < 0) {
+                throw BatonException.invalid("wait_replicas", "must be >= 0 (got " + waitReplicas + ")");
+            }
+            if (waitTimeout == null || waitTimeout.toMillis() < 1) {
+                throw BatonException.invalid("wait_timeout", "must be at least 1 ms (got "
+                        + (waitTimeout == null ? "null" : waitTimeout.toMillis() + " ms") + ")");
+            }
+            if (waitReplicas > 0 && waitTimeout.toMillis() >= Redis.SOCKET_TIMEOUT_MS) {
+                throw BatonException.invalid("wait_timeout", "must be shorter than the Redis socket timeout "
+                        + Redis.SOCKET_TIMEOUT_MS + " ms (got " + waitTimeout.toMillis() + " ms)");
+            }
+            Redis r = new Redis(redisUrl, 16);
+            try {
+                r.checkVersion(true);
+            } catch (RuntimeException e) {
+                r.close();
+                throw e;
+            }
+            return new BatonClient(r, waitReplicas, waitTimeout.toMillis());
+        }
     }
 
     /**
@@ -104,8 +187,8 @@ public final class BatonClient implements AutoCloseable {
     }
 
     /**
-     * Enqueues tasks in as few calls as possible (consecutive tasks of one namespace and type
-     * share a call, which is atomic). Results are in request order.
+     * Enqueues tasks in as few calls as possible (the tasks of one namespace partition and type
+     * share calls of up to 256 tasks, each atomic). Results are in request order.
      *
      * @param requests the tasks
      * @return one outcome per task
@@ -153,19 +236,48 @@ public final class BatonClient implements AutoCloseable {
         return out;
     }
 
+    /**
+     * Sends tasks: each goes to the partition of its id (docs/cluster.md, "Partitions"); the
+     * tasks of one (partition, type) share calls of up to {@link #BATCH}. Results in request order.
+     */
     private List<EnqueueResult> sendAll(List<TaskRequest> requests) {
-        List<EnqueueResult> out = new ArrayList<>(requests.size());
-        int i = 0;
-        while (i < requests.size()) {
-            TaskRequest first = requests.get(i);
-            int j = i + 1;
-            while (j < requests.size() && j - i < BATCH && sameQueue(first, requests.get(j))) {
-                j++;
+        Map<String, Integer> counts;
+        try {
+            counts = partitions.get(requests.stream().map(TaskRequest::namespace).toList());
+        } catch (BatonException e) {
+            if (e.code() == ErrorCode.UNAVAILABLE) {
+                checkVersion = true; // as after a failed call: the next one checks the library again
             }
-            out.addAll(call(requests.subList(i, j)));
-            i = j;
+            throw e;
         }
-        return out;
+        Map<List<String>, List<Integer>> groups = new LinkedHashMap<>(); // (storage ns, type) -> request indexes
+        for (int k = 0; k < requests.size(); k++) {
+            TaskRequest r = requests.get(k);
+            String storage = Partitions.storage(r.namespace(), Partitions.of(r.taskId(), counts.get(r.namespace())));
+            groups.computeIfAbsent(List.of(storage, r.taskType()), g -> new ArrayList<>()).add(k);
+        }
+        EnqueueResult[] out = new EnqueueResult[requests.size()];
+        NotDurableException notDurable = null;
+        for (Map.Entry<List<String>, List<Integer>> g : groups.entrySet()) {
+            List<Integer> idx = g.getValue();
+            for (int i = 0; i < idx.size(); i += BATCH) {
+                List<Integer> part = idx.subList(i, Math.min(idx.size(), i + BATCH));
+                List<EnqueueResult> res;
+                try {
+                    res = call(g.getKey().get(0), part.stream().map(requests::get).toList());
+                } catch (NotDurableException e) { // written: the other calls go on
+                    res = e.results();
+                    notDurable = notDurable == null ? e : notDurable;
+                }
+                for (int j = 0; j < part.size(); j++) {
+                    out[part.get(j)] = res.get(j);
+                }
+            }
+        }
+        if (notDurable != null) {
+            throw new NotDurableException(notDurable.getMessage(), Arrays.asList(out));
+        }
+        return Arrays.asList(out);
     }
 
     /**
@@ -187,13 +299,10 @@ public final class BatonClient implements AutoCloseable {
         return CompletableFuture.supplyAsync(() -> sendAll(copy, spans), async);
     }
 
-    private static boolean sameQueue(TaskRequest a, TaskRequest b) {
-        return a.namespace().equals(b.namespace()) && a.taskType().equals(b.taskType());
-    }
-
-    private List<EnqueueResult> call(List<TaskRequest> batch) {
+    /** One enqueue call of tasks of one type into one storage namespace (a partition). */
+    private List<EnqueueResult> call(String storageNamespace, List<TaskRequest> batch) {
         TaskRequest first = batch.get(0);
-        Keys keys = new Keys(first.namespace(), first.taskType());
+        Keys keys = new Keys(storageNamespace, first.taskType());
         long now = System.currentTimeMillis();
         List<byte[]> args = new ArrayList<>(1 + 10 * batch.size());
         List<String> uniques = new ArrayList<>();
@@ -217,8 +326,23 @@ public final class BatonClient implements AutoCloseable {
                 uniques.add(r.uniqueKey());
             }
         }
-        Object reply = invoke(() -> redis.fcall(Protocol.ENQUEUE, keys, uniques, args));
-        return enqueueResults(ids, reply);
+        if (waitReplicas == 0) {
+            Object reply = invoke(() -> redis.fcall(Protocol.ENQUEUE, keys, uniques, args));
+            return enqueueResults(ids, reply);
+        }
+        Redis.Durable d = (Redis.Durable) invoke(() -> redis.fcallDurable(Protocol.ENQUEUE, keys, uniques, args,
+                waitReplicas, waitTimeoutMs));
+        List<EnqueueResult> out = enqueueResults(ids, d.reply());
+        if (d.acked() == null) {
+            throw new NotDurableException("written on the primary, but WAIT " + waitReplicas + " failed (" + d.waitError()
+                    + "): it may still run but is not known to be durable", out);
+        }
+        if (d.acked() < waitReplicas) {
+            throw new NotDurableException("written on the primary but acknowledged by only " + d.acked() + " of "
+                    + waitReplicas + " replicas within " + waitTimeoutMs
+                    + " ms: it may still run but is not known to be durable", out);
+        }
+        return out;
     }
 
     /**
@@ -270,13 +394,13 @@ public final class BatonClient implements AutoCloseable {
     /** Runs a call; after a connection failure the next call first re-checks the library version. */
     private Object invoke(java.util.function.Supplier<Object> op) {
         if (checkVersion) {
-            redis.checkVersion();
+            redis.checkVersion(false);
             checkVersion = false;
         }
         try {
             return op.get();
         } catch (BatonException e) {
-            if (e.code() == ErrorCode.UNAVAILABLE) {
+            if (e.code() == ErrorCode.UNAVAILABLE && !(e instanceof NotDurableException)) {
                 checkVersion = true;
             }
             throw e;

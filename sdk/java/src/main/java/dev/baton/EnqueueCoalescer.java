@@ -87,6 +87,11 @@ final class EnqueueCoalescer {
                 for (int i = 0; i < batch.size(); i++) {
                     batch.get(i).result().complete(out.get(i));
                 }
+            } catch (NotDurableException e) { // written: each caller gets its own outcome with the error
+                for (int i = 0; i < batch.size(); i++) {
+                    batch.get(i).result().completeExceptionally(new NotDurableException(e.getMessage(),
+                            List.of(e.results().get(i))));
+                }
             } catch (BatonException e) {
                 if (e.code() == ErrorCode.INVALID_ARGUMENT && batch.size() > 1) {
                     for (Pending p : batch) { // one task was refused: the others must not share its error

@@ -3,6 +3,7 @@ package dev.baton;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.baton.internal.Keys;
+import dev.baton.internal.Partitions;
 import dev.baton.internal.Protocol;
 import dev.baton.internal.Replies;
 import java.nio.charset.StandardCharsets;
@@ -16,13 +17,14 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The worker loop of one (namespace, task type), docs/protocol.md "Worker loop": fetch with
+ * The worker loop of one (namespace partition, task type), docs/protocol.md "Worker loop": fetch with
  * {@code baton_v2_dequeue} as many tasks as there are free slots (batched), block on {@code XREAD}
  * when there are none, run each as an {@link Attempt}, heartbeat the leases of running attempts
  * every third of the lease, ack in batches ({@link AckBatcher}) and fail with the stack trace.
  */
 final class TypeRunner implements Runnable {
     private final WorkerContext ctx;
+    private final String namespace;
     private final Keys keys;
     private final TaskHandler handler;
     private final HandlerOptions options;
@@ -32,10 +34,15 @@ final class TypeRunner implements Runnable {
     private final Map<String, Attempt> running = new ConcurrentHashMap<>();
     private String lastId = "0-0";
 
-    TypeRunner(WorkerContext ctx, String namespace, String type, TaskHandler handler, HandlerOptions options,
-               ExecutorService executor) {
+    /**
+     * @param namespace the namespace handlers see
+     * @param partition the partition of it this runner serves (its keys: docs/cluster.md, "Partitions")
+     */
+    TypeRunner(WorkerContext ctx, String namespace, int partition, String type, TaskHandler handler,
+               HandlerOptions options, ExecutorService executor) {
         this.ctx = ctx;
-        this.keys = new Keys(namespace, type);
+        this.namespace = namespace;
+        this.keys = new Keys(Partitions.storage(namespace, partition), type);
         this.handler = handler;
         this.options = options;
         this.executor = executor;
@@ -140,7 +147,7 @@ final class TypeRunner implements Runnable {
             task = decode(sid, id, payload, e);
         } catch (RuntimeException bad) {
             ctx.counters.malformed.increment();
-            Task shell = new Task(id, keys.namespace(), keys.type(), sid, payload, null, 0, 0, 0, null, 0, null);
+            Task shell = new Task(id, namespace, keys.type(), sid, payload, null, 0, 0, 0, null, 0, null);
             slots.release();
             fail(shell, new Failure("malformed", "cannot decode the delivered task: " + bad.getMessage(),
                     Failure.stackOf(bad)));
@@ -182,7 +189,7 @@ final class TypeRunner implements Runnable {
             extra = o;
         }
         Integer limit = timeout.isEmpty() ? null : Integer.valueOf(timeout);
-        return new Task(id, keys.namespace(), keys.type(), sid, payload, (ObjectNode) tree, maxRetry, delay,
+        return new Task(id, namespace, keys.type(), sid, payload, (ObjectNode) tree, maxRetry, delay,
                 createdAt, limit, attempt, extra);
     }
 

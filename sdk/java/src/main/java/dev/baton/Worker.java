@@ -1,22 +1,27 @@
 package dev.baton;
 
+import dev.baton.internal.Partitions;
+import dev.baton.internal.Protocol;
 import dev.baton.internal.Redis;
 import dev.baton.internal.Threads;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Runs handlers for task types: per (namespace, type) a fetch loop with its own concurrency and
- * executor, batched fetches and acks, lease heartbeats, enforced execution_timeout, retries
+ * Runs handlers for task types: per (namespace partition, type) a fetch loop with the type's
+ * concurrency and executor (a partitioned namespace, docs/cluster.md "Partitions", is served in
+ * every partition; its partition count is read again every 5 s), batched fetches and acks, lease heartbeats, enforced execution_timeout, retries
  * recorded with the Java stack trace, reconnect after Redis loss, graceful shutdown.
  *
  * <pre>{@code
@@ -29,16 +34,25 @@ import java.util.concurrent.TimeUnit;
 public final class Worker implements AutoCloseable {
     private final WorkerContext ctx;
     private final boolean maintenance;
-    private final Map<String, TypeRunner> runners = new LinkedHashMap<>();
-    private final List<Thread> threads = new ArrayList<>();
+    private final Map<String, Registration> regs = new LinkedHashMap<>();
+    private final List<TypeRunner> runners = new CopyOnWriteArrayList<>();
+    private final List<Thread> threads = new CopyOnWriteArrayList<>();
     private final List<ExecutorService> ownedExecutors = new ArrayList<>();
+    /** Guards adding runners (start and the partition watcher) against shutdown. */
+    private final Object serveLock = new Object();
+    /** Partitions served so far, per registered namespace (only grows). */
+    private final Map<String, Integer> served = new HashMap<>();
     private boolean started;
-    private boolean stopped;
+    private volatile boolean stopped;
+
+    /** One handle() call: served in every partition of its namespace. */
+    private record Registration(String namespace, String type, TaskHandler handler, HandlerOptions options,
+                                ExecutorService executor) {}
 
     private Worker(Builder b) {
         Redis redis = new Redis(b.redisUrl, 64);
         try {
-            redis.checkVersion();
+            redis.checkVersion(true);
         } catch (RuntimeException e) {
             redis.close();
             throw e;
@@ -53,7 +67,9 @@ public final class Worker implements AutoCloseable {
     }
 
     /**
-     * @param redisUrl {@code redis://host:port[/db]}
+     * @param redisUrl {@code redis://host:port[/db]}, or the seed nodes of a Redis Cluster
+     *     {@code redis+cluster://[user:password@]host:port[,host:port...]} (a bad one is refused
+     *     by {@link Builder#build()} with {@code invalid_argument} naming {@code redis_url})
      * @return a builder with the defaults
      */
     public static Builder builder(String redisUrl) {
@@ -95,7 +111,7 @@ public final class Worker implements AutoCloseable {
             throw new IllegalStateException("handle() after start()");
         }
         String key = namespace + "/" + taskType;
-        if (runners.containsKey(key)) {
+        if (regs.containsKey(key)) {
             throw BatonException.invalid("task_type", "already has a handler in namespace " + namespace);
         }
         ExecutorService ex = options.executor();
@@ -103,33 +119,93 @@ public final class Worker implements AutoCloseable {
             ex = Threads.perTask("baton-" + taskType);
             ownedExecutors.add(ex);
         }
-        runners.put(key, new TypeRunner(ctx, namespace, taskType, handler, options, ex));
+        regs.put(key, new Registration(namespace, taskType, handler, options, ex));
         return this;
     }
 
-    /** Starts the fetch loops, ack batchers, heartbeats (and maintenance); returns at once. */
+    /**
+     * Starts the fetch loops (one per partition and type), ack batchers, heartbeats (and
+     * maintenance); returns at once.
+     */
     public synchronized void start() {
         if (started) {
             return;
         }
-        if (runners.isEmpty()) {
+        if (regs.isEmpty()) {
             throw new IllegalStateException("no handler registered");
         }
         started = true;
+        List<String> namespaces = regs.values().stream().map(Registration::namespace).distinct().toList();
+        int[] counts;
+        try {
+            counts = Partitions.read(ctx.redis, namespaces);
+        } catch (BatonException e) { // serve partition 0 now; the watcher reads the counts again
+            WorkerContext.LOG.log(System.Logger.Level.WARNING, "partition counts: " + e.getMessage()
+                    + " (serving partition 0, read again in " + Protocol.PARTITIONS_REFRESH_SECONDS + " s)");
+            counts = new int[namespaces.size()];
+            java.util.Arrays.fill(counts, 1);
+        }
+        serve(namespaces, counts);
+        long every = Protocol.PARTITIONS_REFRESH_SECONDS * 1000L;
+        ctx.timers.scheduleWithFixedDelay(() -> ctx.background.execute(() -> watchPartitions(namespaces)),
+                every, every, TimeUnit.MILLISECONDS);
+    }
+
+    /** Re-reads the partition counts and serves the partitions a namespace gained. */
+    private void watchPartitions(List<String> namespaces) {
+        if (stopped) {
+            return;
+        }
+        try {
+            serve(namespaces, Partitions.read(ctx.redis, namespaces));
+        } catch (BatonException e) {
+            WorkerContext.LOG.log(System.Logger.Level.WARNING, "partition counts (read again in "
+                    + Protocol.PARTITIONS_REFRESH_SECONDS + " s): " + e.getMessage());
+        }
+    }
+
+    /** Starts the runners of the partitions not served yet (P only grows: a smaller count stops nothing). */
+    private void serve(List<String> namespaces, int[] counts) {
+        synchronized (serveLock) {
+            if (stopped) {
+                return;
+            }
+            for (int i = 0; i < namespaces.size(); i++) {
+                String ns = namespaces.get(i);
+                int from = served.getOrDefault(ns, 0);
+                for (int p = from; p < counts[i]; p++) {
+                    for (Registration reg : regs.values()) {
+                        if (reg.namespace().equals(ns)) {
+                            startRunner(new TypeRunner(ctx, ns, p, reg.type(), reg.handler(), reg.options(),
+                                    reg.executor()));
+                        }
+                    }
+                }
+                if (counts[i] > from) {
+                    served.put(ns, counts[i]);
+                    if (from > 0) {
+                        WorkerContext.LOG.log(System.Logger.Level.INFO, "serving new partitions " + from + ".."
+                                + (counts[i] - 1) + " of namespace " + ns);
+                    }
+                }
+            }
+        }
+    }
+
+    private void startRunner(TypeRunner r) {
+        runners.add(r);
         // each type's idle fetch holds a connection for its whole XREAD BLOCK and its ack thread
         // may hold another; the rest (fails, heartbeats, maintenance) share what is left
         ctx.redis.ensureConnections(2 * runners.size() + 32);
-        for (TypeRunner r : runners.values()) {
-            String name = r.keys().namespace() + "/" + r.keys().type();
-            threads.add(daemon("baton-fetch-" + name, r));
-            threads.add(daemon("baton-ack-" + name, r.acks()));
-            long beat = Math.max(100, r.leaseMs() / 3);
-            ctx.timers.scheduleWithFixedDelay(() -> ctx.background.execute(r::heartbeat), beat, beat,
-                    TimeUnit.MILLISECONDS);
-            if (maintenance) {
-                Maintenance m = new Maintenance(ctx, r.keys());
-                ctx.timers.scheduleWithFixedDelay(() -> ctx.background.execute(m), 0, 500, TimeUnit.MILLISECONDS);
-            }
+        String name = r.keys().namespace() + "/" + r.keys().type();
+        threads.add(daemon("baton-fetch-" + name, r));
+        threads.add(daemon("baton-ack-" + name, r.acks()));
+        long beat = Math.max(100, r.leaseMs() / 3);
+        ctx.timers.scheduleWithFixedDelay(() -> ctx.background.execute(r::heartbeat), beat, beat,
+                TimeUnit.MILLISECONDS);
+        if (maintenance) {
+            Maintenance m = new Maintenance(ctx, r.keys());
+            ctx.timers.scheduleWithFixedDelay(() -> ctx.background.execute(m), 0, 500, TimeUnit.MILLISECONDS);
         }
     }
 
@@ -152,16 +228,18 @@ public final class Worker implements AutoCloseable {
         if (stopped) {
             return;
         }
-        stopped = true;
+        synchronized (serveLock) { // from here no runner is added
+            stopped = true;
+        }
         ctx.fetching = false;
         long end = System.nanoTime() + grace.toNanos();
         ctx.giveUpAt(end);
         joinFetchers(end);
-        while (System.nanoTime() < end && runners.values().stream().anyMatch(r -> r.runningCount() > 0)) {
+        while (System.nanoTime() < end && runners.stream().anyMatch(r -> r.runningCount() > 0)) {
             WorkerContext.sleep(20);
         }
-        runners.values().forEach(TypeRunner::abandonRunning);
-        runners.values().forEach(r -> r.acks().stop());
+        runners.forEach(TypeRunner::abandonRunning);
+        runners.forEach(r -> r.acks().stop());
         for (Thread t : threads) {
             try {
                 t.join(10000);

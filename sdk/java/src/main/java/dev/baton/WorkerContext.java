@@ -54,7 +54,7 @@ final class WorkerContext {
         while (true) {
             try {
                 if (reconnecting) {
-                    redis.checkVersion();
+                    redis.checkVersion(false);
                     LOG.log(System.Logger.Level.INFO, "reconnected to " + redis.url());
                 }
                 return call.get();

@@ -32,7 +32,8 @@ public final class Protocol {
         UNIQUE("baton:v2:{NS}:unique:KEY", false),
         NAMESPACES("baton:v2:namespaces", false),
         CRON_JOBS("baton:cron", false),
-        CRON_STATE("baton:cron:state", false);
+        CRON_STATE("baton:cron:state", false),
+        PARTITIONS("baton:v2:partitions", false);
 
         /** Key pattern. */
         public final String pattern;
@@ -108,4 +109,13 @@ public final class Protocol {
             new Setting("dlq_max", 100000L, 1L, 100000000L),
             new Setting("dlq_retention_s", 2592000L, 1L, 315360000L),
             new Setting("lease_ms", 30000L, 1000L, 86400000L));
+
+    /** Partitions (docs/cluster.md): most partitions of a namespace; a larger stored count is this. */
+    public static final int PARTITIONS_MAX = 1024;
+    /** Partitions: how old a cached partition count may get, in seconds. */
+    public static final int PARTITIONS_REFRESH_SECONDS = 5;
+    /** Partitions: FNV-1a 32-bit offset basis. */
+    public static final int FNV1A32_OFFSET_BASIS = (int) 2166136261L;
+    /** Partitions: FNV-1a 32-bit prime. */
+    public static final int FNV1A32_PRIME = 16777619;
 }

@@ -1,0 +1,63 @@
+// The partition rule against the shared vectors of contract/fixtures/partitions.json (every SDK
+// checks the same file), and the names a key may carry between its braces.
+#include "broker/partitions.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace baton::internal {
+namespace {
+
+TEST(PartitionsTest, HashAndPartitionMatchTheSharedVectors) {
+  std::ifstream file(std::string(BATON_CONTRACT_DIR) + "/fixtures/partitions.json");
+  ASSERT_TRUE(file) << "contract/fixtures/partitions.json";
+  const nlohmann::json doc = nlohmann::json::parse(file);
+  ASSERT_GE(doc.at("cases").size(), 5u);
+  for (const nlohmann::json& c : doc.at("cases")) {
+    const std::string id = c.at("task_id");
+    EXPECT_EQ(Fnv1a32(id), c.at("fnv1a32").get<std::uint32_t>()) << id;
+    for (const auto& [count, partition] : c.at("partition").items()) {
+      EXPECT_EQ(PartitionOf(id, std::stoi(count)), partition.get<int>()) << id << " mod " << count;
+    }
+  }
+}
+
+TEST(PartitionsTest, StorageNamespaces) {
+  EXPECT_EQ(PartitionNamespace("shop", 0), "shop");
+  EXPECT_EQ(PartitionNamespace("shop", 7), "shop:7");
+  EXPECT_EQ(BaseNamespace("shop:7"), "shop");
+  EXPECT_EQ(BaseNamespace("shop"), "shop");
+  EXPECT_EQ(PartitionNumber("shop:7"), 7);
+  EXPECT_EQ(PartitionNumber("shop"), 0);
+  for (const char* ok : {"shop", "shop:1", "a.b-c_d:1023", "x:10"}) {
+    EXPECT_TRUE(IsValidStorageNamespace(ok)) << ok;
+  }
+  for (const char* bad : {"shop:0", "shop:01", "shop:1024", "shop:", ":1", "shop:1:2", "shop:x",
+                          "sh}op:1", "shop:-1", "shop:+1", "", "_shop:1"}) {
+    EXPECT_FALSE(IsValidStorageNamespace(bad)) << bad;
+  }
+}
+
+TEST(PartitionsTest, StoredCountsAreReadSafely) {
+  auto text = [](std::string s) {
+    Reply r;
+    r.type = Reply::Type::kString;
+    r.str = std::move(s);
+    return r;
+  };
+  EXPECT_EQ(ParsePartitionCount(Reply{}), 1);  // absent
+  EXPECT_EQ(ParsePartitionCount(text("4")), 4);
+  EXPECT_EQ(ParsePartitionCount(text("0")), 1);
+  EXPECT_EQ(ParsePartitionCount(text("-3")), 1);
+  EXPECT_EQ(ParsePartitionCount(text("4x")), 1);
+  EXPECT_EQ(ParsePartitionCount(text("")), 1);
+  EXPECT_EQ(ParsePartitionCount(text("99999999999999999999")), kMaxPartitions);
+  EXPECT_EQ(ParsePartitionCount(text("+4")), 1);
+  EXPECT_EQ(ParsePartitionCount(text(" 4")), 1);
+  EXPECT_EQ(ParsePartitionCount(text("5000")), kMaxPartitions);
+}
+
+}  // namespace
+}  // namespace baton::internal
