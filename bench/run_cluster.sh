@@ -3,6 +3,7 @@
 # bench_cluster_drain against a cluster that tests/harness/redis_cluster.py starts on free
 # loopback ports (default settings, no persistence). Extra arguments go to bench_cluster_drain:
 #   bench/run_cluster.sh [--tasks 100000] [--namespaces-per-primary 2] [--concurrency 16]
+#                        [--partitions P]   # one namespace of P partitions instead
 # PRIMARIES (default "1 2 3") selects the cluster sizes. BUILD_DIR (default build/release)
 # selects the build to use; without it the release build is made first.
 set -euo pipefail

@@ -1,5 +1,6 @@
 // baton doctor ID --ns N: why a task has not run, in plain words (one verdict).
 // baton doctor --ns N --type T: the health of a queue (every finding, worst first).
+#include <algorithm>
 #include <iostream>
 
 #include "commands.h"
@@ -43,22 +44,43 @@ int RunDoctor(Context& ctx, const DoctorArgs& args) {
     }
     return verdict->code == DoctorCode::kNotFound ? kExitNotFound : kExitOk;
   }
-  auto diagnosis = (*inspector)->DoctorQueue(args.ns, args.type);
-  if (!diagnosis.ok()) return ctx.Fail("doctor", diagnosis.status());
-  if (ctx.global.json) {
-    PrintJson(diagnosis->ToJson());
-  } else {
-    const QueueInfo& q = diagnosis->queue;
-    std::cout << "queue (" << args.ns << ", " << args.type << "): " << q.ready << " ready, "
-              << q.in_flight << " in flight (" << q.expired_leases << " with an expired lease), "
-              << q.delayed << " delayed, " << q.retrying << " retrying, " << q.dead
-              << " dead; consumers " << q.live_consumers << " live of " << q.consumers
-              << "; oldest entry "
-              << (q.oldest_age_ms ? DurationText(*q.oldest_age_ms) : std::string("-")) << "\n";
-    for (const Verdict& v : diagnosis->findings) PrintVerdict(v);
+  // A partitioned namespace: every partition's queue, each diagnosed as its own namespace.
+  std::vector<std::string> partitions = {args.ns};
+  if (args.ns.find(':') == std::string::npos) {
+    auto listed = (*inspector)->ListPartitions(args.ns);
+    if (!listed.ok()) return ctx.Fail("doctor", listed.status());
+    partitions = std::move(*listed);
   }
-  bool unknown =
-      diagnosis->findings.size() == 1 && diagnosis->findings.front().code == DoctorCode::kNotFound;
+  std::vector<QueueDiagnosis> diagnoses;
+  for (const std::string& ns : partitions) {
+    auto diagnosis = (*inspector)->DoctorQueue(ns, args.type);
+    if (!diagnosis.ok()) return ctx.Fail("doctor", diagnosis.status());
+    diagnoses.push_back(std::move(*diagnosis));
+  }
+  if (ctx.global.json) {
+    if (diagnoses.size() == 1) {
+      PrintJson(diagnoses.front().ToJson());
+    } else {
+      nlohmann::json each = nlohmann::json::array();
+      for (const QueueDiagnosis& d : diagnoses) each.push_back(d.ToJson());
+      PrintJson({{"namespace", args.ns}, {"partitions", each}});
+    }
+  } else {
+    for (std::size_t i = 0; i < diagnoses.size(); ++i) {
+      const QueueInfo& q = diagnoses[i].queue;
+      std::cout << "queue (" << partitions[i] << ", " << args.type << "): " << q.ready << " ready, "
+                << q.in_flight << " in flight (" << q.expired_leases << " with an expired lease), "
+                << q.delayed << " delayed, " << q.retrying << " retrying, " << q.dead
+                << " dead; consumers " << q.live_consumers << " live of " << q.consumers
+                << "; oldest entry "
+                << (q.oldest_age_ms ? DurationText(*q.oldest_age_ms) : std::string("-")) << "\n";
+      for (const Verdict& v : diagnoses[i].findings) PrintVerdict(v);
+    }
+  }
+  // Unknown: no partition has the queue.
+  bool unknown = std::all_of(diagnoses.begin(), diagnoses.end(), [](const QueueDiagnosis& d) {
+    return d.findings.size() == 1 && d.findings.front().code == DoctorCode::kNotFound;
+  });
   return unknown ? kExitNotFound : kExitOk;
 }
 

@@ -17,8 +17,13 @@ int RunQueues(Context& ctx, const QueuesArgs& args) {
   auto inspector = ctx.OpenInspector();
   if (!inspector.ok()) return ctx.Fail("queues", inspector.status());
   std::vector<std::string> namespaces;
-  if (!args.ns.empty()) {
-    namespaces.push_back(args.ns);
+  if (!args.ns.empty() && args.ns.find(':') == std::string::npos) {
+    // A namespace and every partition of it.
+    auto partitions = (*inspector)->ListPartitions(args.ns);
+    if (!partitions.ok()) return ctx.Fail("queues", partitions.status());
+    namespaces = std::move(*partitions);
+  } else if (!args.ns.empty()) {
+    namespaces.push_back(args.ns);  // one partition, "shop:2"
   } else {
     auto all = (*inspector)->ListNamespaces();
     if (!all.ok()) return ctx.Fail("queues", all.status());

@@ -355,6 +355,10 @@ class Inspector {
 
   // Every namespace in baton:v2:namespaces, sorted.
   StatusOr<std::vector<std::string>> ListNamespaces();
+  // The storage namespaces of `ns`'s partitions (docs/cluster.md, "Partitions"): {ns} when it is
+  // not partitioned, else ns, ns:1, ..., ns:P-1. Every other call takes each of them as a
+  // namespace (ListQueues("shop:2"), ...).
+  StatusOr<std::vector<std::string>> ListPartitions(const std::string& ns);
   // One QueueInfo per task type of `ns` (baton:v2:{ns}:types), sorted by type.
   StatusOr<std::vector<QueueInfo>> ListQueues(const std::string& ns);
   // One type (kNotFound when it has no stream, scheduled set or dead-letter queue).

@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "broker/keys.h"
+#include "broker/partitions.h"
+#include "core/task_rules.h"
 #include "inspect/event_scan.h"
 #include "inspect/inspector_core.h"
 #include "inspect/lease_scan.h"
@@ -63,6 +65,18 @@ StatusOr<std::unique_ptr<Inspector>> Inspector::Connect(const InspectorOptions& 
 
 StatusOr<std::vector<std::string>> Inspector::ListNamespaces() {
   return internal::KnownNamespaces(*core_);
+}
+
+StatusOr<std::vector<std::string>> Inspector::ListPartitions(const std::string& ns) {
+  if (Status s = internal::task_rules::CheckName("namespace", ns); !s.ok()) return s;
+  auto count = core_->Pipeline({{"HGET", std::string(internal::kPartitionsKey), ns}});
+  if (!count.ok()) return count.status();
+  if (count->front().is_error()) return internal::StatusFromErrorReply(count->front());
+  std::vector<std::string> partitions;
+  for (int p = 0; p < internal::ParsePartitionCount(count->front()); ++p) {
+    partitions.push_back(internal::PartitionNamespace(ns, p));
+  }
+  return partitions;
 }
 
 StatusOr<std::vector<QueueInfo>> Inspector::ListQueues(const std::string& ns) {

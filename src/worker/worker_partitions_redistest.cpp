@@ -168,6 +168,9 @@ TEST_F(WorkerPartitionsTest, CancelSettingsAndInspectorFollowTheTaskToItsPartiti
   auto info = (*inspector)->GetTask(kNs, id);
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   EXPECT_EQ(info->ns, kNs + std::string(":3"));
+  auto partitions = (*inspector)->ListPartitions(kNs);
+  ASSERT_TRUE(partitions.ok()) << partitions.status().ToString();
+  EXPECT_EQ(*partitions, (std::vector<std::string>{"wt", "wt:1", "wt:2", "wt:3", "wt:4"}));
   auto listed = (*inspector)->ListNamespaces();
   ASSERT_TRUE(listed.ok());
   EXPECT_NE(std::find(listed->begin(), listed->end(), kNs + std::string(":3")), listed->end());

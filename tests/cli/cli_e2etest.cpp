@@ -274,6 +274,39 @@ TEST_F(CliTest, QueuesJson) {
   EXPECT_EQ(pending.Json()["groups"][0]["consumers"][0]["name"], "c1");
 }
 
+TEST_F(CliTest, PartitionsSpreadANamespaceAndQueuesDoctorAndTaskShowCoverThem) {
+  CliResult shown = Run({"partitions", kNs});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find(": 1 partition ("), std::string::npos) << shown.out;
+  CliResult grown = Run({"partitions", kNs, "3", "--json"});
+  ASSERT_EQ(grown.exit_code, 0) << grown.err;
+  EXPECT_EQ(grown.Json()["partitions"], 3);
+  EXPECT_EQ(grown.Json()["storage_namespaces"][2], std::string(kNs) + ":2");
+  CliResult shrink = Run({"partitions", kNs, "2"});
+  EXPECT_NE(shrink.exit_code, 0);
+  EXPECT_NE(shrink.err.find("count: must not be below the current 3"), std::string::npos)
+      << shrink.err;
+  EXPECT_NE(Run({"partitions", kNs, "0"}).exit_code, 0);
+  EXPECT_NE(Run({"partitions", kNs, "abc"}).exit_code, 0);
+
+  std::vector<std::string> ids;
+  for (int i = 0; i < 12; ++i) ids.push_back(EnqueueId({"--type", "spread"}));
+  json queues = Run({"queues", "--ns", kNs, "--json"}).Json()["queues"];
+  ASSERT_EQ(queues.size(), 3u) << queues.dump();
+  long long ready = 0;
+  for (const json& q : queues) {
+    EXPECT_EQ(q["namespace"].get<std::string>().rfind(kNs, 0), 0u) << q.dump();
+    ready += q["ready"].get<long long>();
+  }
+  EXPECT_EQ(ready, 12);
+  // Each id is found through the namespace, wherever its partition is.
+  for (const std::string& id : ids) EXPECT_EQ(Task(id)["state"], "queued") << id;
+  json doctor = Run({"doctor", "--ns", kNs, "--type", "spread", "--json"}).Json();
+  EXPECT_EQ(doctor["partitions"].size(), 3u) << doctor.dump();
+  EXPECT_EQ(Run({"task", "cancel", ids[5], "--ns", kNs}).exit_code, 0);
+  EXPECT_EQ(Task(ids[5])["state"], "cancelled");
+}
+
 TEST_F(CliTest, DlqReplayWithAnEditedPayload) {
   std::string id =
       EnqueueId({"--type", "mail", "--payload", R"({"to":"nobody"})", "--max-retry", "0"});

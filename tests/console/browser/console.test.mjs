@@ -125,9 +125,12 @@ async function openTask(page, id, ns = 'shop') {
   await page.getByTestId('task-state').waitFor();
 }
 
-// Waits until the task page (reloaded every try) shows a state containing `want`.
+// Waits until the task page (reloaded every try) shows a state containing `want`. A goto to the
+// URL the page already shows changes no hash, so the app would not render again: load a blank
+// page first.
 async function waitTaskPageState(page, id, want, timeoutMs = 20000) {
   return waitUntil(`task ${id} page to show state ${want}`, async () => {
+    await page.goto('about:blank');
     await openTask(page, id);
     const text = (await page.getByTestId('task-state').textContent()).trim();
     return text.toLowerCase().includes(want) ? text : null;
