@@ -7,6 +7,10 @@
 // lease while the handler runs; a worker that dies or hangs stops extending, and once the lease
 // ends whoever reclaims (batond, or a worker with maintenance on) hands the task to another worker
 // (as a failed attempt). Nobody takes a task whose lease is still running.
+// Partitions (docs/cluster.md): in a namespace spread over P partitions, each partition of a
+// registered type gets its own fetcher, connection and pool (TypeOptions::concurrency each), and
+// handlers see Task::ns as the namespace itself. The worker re-reads P every 5 s (one HMGET) and
+// serves new partitions without a restart.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
