@@ -59,7 +59,12 @@ TEST(FuzzRegressions, TaskDocumentSavedInputs) {
 TEST(FuzzRegressions, TaskDocumentContractFixtures) {
   int count = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(BATON_CONTRACT_DIR) / "fixtures")) {
-    if (entry.path().extension() != ".json") continue;
+    // Task documents are valid_*.json and invalid_*.json (partitions.json holds other vectors).
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".json" ||
+        !(name.starts_with("valid_") || name.starts_with("invalid_"))) {
+      continue;
+    }
     const auto fixture = nlohmann::json::parse(ReadFile(entry.path()));
     if (fixture.contains("payload_repeat")) continue;  // megabyte documents: the unit test's job
     const std::string document = fixture.contains("document_text")
