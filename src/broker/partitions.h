@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "baton/status.h"
+#include "broker/protocol_gen.h"
 #include "broker/redis_connection.h"
 
 namespace baton::internal {
 
-inline constexpr std::string_view kPartitionsKey = "baton:v2:partitions";
+// From contract/protocol.json (global_keys.partitions).
+inline constexpr std::string_view kPartitionsKey = protocol::kGlobalPartitions;
 inline constexpr int kMaxPartitions = 1024;
 // How old a cached partition count may get before it is read again (protocol.json
 // "refresh_seconds").

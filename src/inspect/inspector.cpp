@@ -69,11 +69,10 @@ StatusOr<std::vector<std::string>> Inspector::ListNamespaces() {
 
 StatusOr<std::vector<std::string>> Inspector::ListPartitions(const std::string& ns) {
   if (Status s = internal::task_rules::CheckName("namespace", ns); !s.ok()) return s;
-  auto count = core_->Pipeline({{"HGET", std::string(internal::kPartitionsKey), ns}});
+  auto count = internal::PartitionCount(*core_, ns);
   if (!count.ok()) return count.status();
-  if (count->front().is_error()) return internal::StatusFromErrorReply(count->front());
   std::vector<std::string> partitions;
-  for (int p = 0; p < internal::ParsePartitionCount(count->front()); ++p) {
+  for (int p = 0; p < *count; ++p) {
     partitions.push_back(internal::PartitionNamespace(ns, p));
   }
   return partitions;

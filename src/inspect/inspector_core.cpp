@@ -93,6 +93,13 @@ Status CheckNamespaceArg(std::string_view ns) {
   return task_rules::CheckName("namespace", ns);
 }
 
+StatusOr<int> PartitionCount(InspectorCore& core, const std::string& ns) {
+  auto count = core.Pipeline({{"HGET", std::string(kPartitionsKey), ns}});
+  if (!count.ok()) return count.status();
+  if (count->front().is_error()) return StatusFromErrorReply(count->front());
+  return ParsePartitionCount(count->front());
+}
+
 Status CheckTypeArg(std::string_view type) { return task_rules::CheckName("task_type", type); }
 
 Status CheckTaskIdArg(std::string_view id) { return task_rules::CheckTaskId(id); }

@@ -59,6 +59,8 @@ StatusOr<std::vector<std::string>> KnownNamespaces(InspectorCore& core);
 // Argument checks (the contract's own rules, core/task_rules.h): kInvalidArgument naming the
 // field and the pattern.
 Status CheckNamespaceArg(std::string_view ns);
+// The partition count of namespace `ns` (1 when it was never partitioned; docs/cluster.md).
+StatusOr<int> PartitionCount(InspectorCore& core, const std::string& ns);
 Status CheckTypeArg(std::string_view type);
 Status CheckTaskIdArg(std::string_view id);
 

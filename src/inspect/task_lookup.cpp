@@ -206,9 +206,9 @@ StatusOr<TaskLookup> LookupTask(InspectorCore& core, const std::string& ns, cons
   if (PartitionNumber(ns) != 0) return LookupTaskIn(core, ns, id, with_events);
   // A partitioned namespace: the id's partition (where producers put it), then the others (a task
   // enqueued before the count grew). The error names the namespace, not a partition.
-  auto count = core.Pipeline({{"HGET", std::string(kPartitionsKey), ns}});
+  auto count = PartitionCount(core, ns);
   if (!count.ok()) return count.status();
-  const int partitions = ParsePartitionCount(count->front());
+  const int partitions = *count;
   const int first = PartitionOf(id, partitions);
   StatusOr<TaskLookup> found = LookupTaskIn(core, PartitionNamespace(ns, first), id, with_events);
   for (int p = 0; p < partitions && !found.ok() && found.status().code() == StatusCode::kNotFound;
