@@ -306,10 +306,13 @@ def test_wait_replicas_on_a_single_redis_with_a_replica() -> None:
         replica.client().replicaof("127.0.0.1", primary.port)
         assert wait_for(lambda: replica.client().info("replication")["master_link_status"]
                         == "up", timeout=20)
-        with baton.Client(primary.url, wait_replicas=1, wait_timeout=0.5) as client:
+        # A generous wait while the replica is up (a loaded machine can take more than 500 ms to
+        # acknowledge), a short one once it is gone.
+        with baton.Client(primary.url, wait_replicas=1, wait_timeout=10) as client:
             assert client.enqueue("solo", "t", {}).status is baton.EnqueueStatus.QUEUED
             assert len(client.enqueue_many([baton.TaskRequest("solo", "t", {})] * 3)) == 3
-            replica.kill()
+        replica.kill()
+        with baton.Client(primary.url, wait_replicas=1, wait_timeout=0.5) as client:
             with pytest.raises(baton.UnavailableError) as info:
                 client.enqueue("solo", "t", {}, task_id="01a24000-0000-7000-8000-000000000001")
         assert f"written on the primary 127.0.0.1:{primary.port} but acknowledged by only 0 " \
