@@ -312,9 +312,9 @@ def test_wait_replicas_on_a_single_redis_with_a_replica() -> None:
             assert client.enqueue("solo", "t", {}).status is baton.EnqueueStatus.QUEUED
             assert len(client.enqueue_many([baton.TaskRequest("solo", "t", {})] * 3)) == 3
         replica.kill()
-        with baton.Client(primary.url, wait_replicas=1, wait_timeout=0.5) as client:
-            with pytest.raises(baton.UnavailableError) as info:
-                client.enqueue("solo", "t", {}, task_id="01a24000-0000-7000-8000-000000000001")
+        with baton.Client(primary.url, wait_replicas=1, wait_timeout=0.5) as client, \
+                pytest.raises(baton.UnavailableError) as info:
+            client.enqueue("solo", "t", {}, task_id="01a24000-0000-7000-8000-000000000001")
         assert f"written on the primary 127.0.0.1:{primary.port} but acknowledged by only 0 " \
                f"of 1 replica(s) within 500 ms" in str(info.value)
         # Written all the same (it may still run): enqueueing it again is a duplicate.
