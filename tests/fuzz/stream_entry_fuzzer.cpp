@@ -65,8 +65,10 @@ void CheckAccepted(const DeliveredTask& delivered) {
 int FuzzStreamEntry(const std::uint8_t* data, std::size_t size) {
   const std::vector<std::string_view> lines = Lines(AsText(data, size));
 
-  // XREADGROUP: the lines are the entry's field/value array.
-  std::string task_id = "unset", attempt = "unset";
+  // XREADGROUP: the lines are the entry's field/value array. The "not filled in" mark is longer
+  // than the input, so no value taken from the input can equal it (an id "unset" once did).
+  const std::string unset(size + 1, '?');
+  std::string task_id = unset, attempt = unset;
   StatusOr<DeliveredTask> streamed =
       internal::DecodeStreamEntry(kNs, kType, "1722489600123-0", Array(lines), &task_id, &attempt);
   if (streamed.ok()) {
@@ -74,7 +76,7 @@ int FuzzStreamEntry(const std::uint8_t* data, std::size_t size) {
     BATON_FUZZ_CHECK(task_id == streamed->task.task_id, task_id);
   } else {
     BATON_FUZZ_CHECK(NamesAField(streamed.status(), kEntryFields), streamed.status().ToString());
-    BATON_FUZZ_CHECK(task_id != "unset" && attempt != "unset", "ids not filled in");
+    BATON_FUZZ_CHECK(task_id != unset && attempt != unset, "ids not filled in");
   }
   if (!lines.empty()) (void)internal::ParseEntryTask(lines[0]);
 
