@@ -100,6 +100,14 @@ Status PartitionCounts::Refresh(RedisConnection& conn, const std::vector<std::st
   return Status::Ok();
 }
 
+Status PartitionCounts::ReadNow(RedisConnection& conn, const std::string& ns,
+                                Clock::time_point now) {
+  StatusOr<std::vector<int>> counts = ReadPartitionCounts(conn, {ns});
+  if (!counts.ok()) return counts.status();
+  entries_[ns] = {counts->front(), now};
+  return Status::Ok();
+}
+
 int PartitionCounts::Count(const std::string& ns) const {
   auto it = entries_.find(ns);
   return it == entries_.end() ? 1 : it->second.count;

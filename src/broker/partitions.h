@@ -38,8 +38,9 @@ std::string_view BaseNamespace(std::string_view storage_ns);
 // The partition number of a storage namespace: 3 for "shop:3", 0 for "shop".
 int PartitionNumber(std::string_view storage_ns);
 
-// A partition count as stored: nil, or text that is not an integer 1..: 1; above
-// kMaxPartitions: kMaxPartitions.
+// A partition count as stored: nil, or text other than ASCII digits worth at least 1: 1; digits
+// worth more than kMaxPartitions (however many): kMaxPartitions. The "counts" of
+// contract/fixtures/partitions.json are the shared vectors.
 int ParsePartitionCount(const Reply& reply);
 
 // The partition counts of `namespaces` (one HMGET), in that order.
@@ -55,6 +56,9 @@ class PartitionCounts {
   // longer than kPartitionRefresh ago, in one HMGET (no command when none is stale).
   Status Refresh(RedisConnection& conn, const std::vector<std::string>& namespaces,
                  Clock::time_point now = Clock::now());
+  // Reads the count of `ns` now, whatever the age of the copy: for the rare calls that must see a
+  // count grown a moment ago (cancel searches, configure writes every partition).
+  Status ReadNow(RedisConnection& conn, const std::string& ns, Clock::time_point now = Clock::now());
   // The count last read for `ns` (1 when never read).
   int Count(const std::string& ns) const;
   // Records a count this process has just written (it counts as freshly read).

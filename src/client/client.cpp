@@ -125,7 +125,8 @@ Status Client::Impl::AssignPartitions(std::vector<EnqueueItem>& items) {
 
 StatusOr<std::vector<std::string>> Client::Impl::PartitionsToSearch(const std::string& ns,
                                                                     const std::string& task_id) {
-  if (Status s = partitions.Refresh(*connection, {ns}); !s.ok()) return s;
+  // Read now: a task enqueued to a partition added in the last seconds must still be found.
+  if (Status s = partitions.ReadNow(*connection, ns); !s.ok()) return s;
   const int count = partitions.Count(ns);
   const int first = internal::PartitionOf(task_id, count);
   std::vector<std::string> storage = {internal::PartitionNamespace(ns, first)};
@@ -333,8 +334,9 @@ StatusOr<NamespaceSettings> Client::ConfigureNamespace(
   }
   if (Status s = impl_->EnsureConnected(); !s.ok()) return s.WithContext("configure");
   // Every partition of the namespace gets the same settings, in one pipeline; partition 0's reply
-  // is the answer (all the same unless one was hand-edited).
-  if (Status s = impl_->partitions.Refresh(*impl_->connection, {ns}); !s.ok()) {
+  // is the answer (all the same unless one was hand-edited). The count is read now, not from the
+  // cache: a change must reach a partition added in the last seconds too.
+  if (Status s = impl_->partitions.ReadNow(*impl_->connection, ns); !s.ok()) {
     return s.WithContext("configure");
   }
   const int count = changes.empty() ? 1 : impl_->partitions.Count(ns);

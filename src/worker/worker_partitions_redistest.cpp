@@ -180,6 +180,38 @@ TEST_F(WorkerPartitionsTest, CancelSettingsAndInspectorFollowTheTaskToItsPartiti
   EXPECT_EQ(client_->Cancel(kNs, "no-such-task").code(), StatusCode::kNotFound);
 }
 
+// A producer whose copy of the count is older than a growth still reaches the new partitions
+// with the calls that must see every one: configure (writes all) and cancel (searches all).
+TEST_F(WorkerPartitionsTest, ConfigureAndCancelReadACountGrownAMomentAgo) {
+  ClientOptions options;
+  options.redis.url = redis_.url();
+  auto stale = Client::Connect(options);
+  ASSERT_TRUE(stale.ok()) << stale.status().ToString();
+  ASSERT_TRUE((*stale)->Enqueue(Requests(kNs, 1).front()).ok());  // caches P = 1 for 5 s
+  ASSERT_TRUE(client_->SetPartitions(kNs, 4).ok());
+
+  ASSERT_TRUE((*stale)->ConfigureNamespace(kNs, {{"lease_ms", "6000"}}).ok());
+  for (int p = 0; p < 4; ++p) {
+    auto r = redis_.Command(
+        {"HGET", internal::Keys(internal::PartitionNamespace(kNs, p)).Config(), "lease_ms"});
+    ASSERT_EQ(r->type, REDIS_REPLY_STRING) << p;
+    EXPECT_EQ(std::string(r->str, r->len), "6000") << p;
+  }
+
+  std::string id;
+  for (int i = 0; id.empty(); ++i) {
+    std::string candidate = "grown-" + std::to_string(i);
+    if (internal::PartitionOf(candidate, 4) == 3) id = candidate;
+  }
+  TaskRequest request = Requests(kNs, 1).front();
+  request.options.task_id = id;
+  request.options.delay_seconds = 3600;
+  ASSERT_TRUE(client_->Enqueue(request).ok());
+  ASSERT_EQ(Live(kNs + std::string(":3")), 1);
+  EXPECT_TRUE((*stale)->Cancel(kNs, id).ok());
+  EXPECT_EQ(Live(kNs + std::string(":3")), 0);
+}
+
 TEST(WorkerPartitionsClusterTest, OneNamespaceUsesSeveralPrimaries) {
   RedisCluster cluster(3, 0);
   cluster.LoadFunctions();
