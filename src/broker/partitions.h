@@ -58,7 +58,8 @@ class PartitionCounts {
                  Clock::time_point now = Clock::now());
   // Reads the count of `ns` now, whatever the age of the copy: for the rare calls that must see a
   // count grown a moment ago (cancel searches, configure writes every partition).
-  Status ReadNow(RedisConnection& conn, const std::string& ns, Clock::time_point now = Clock::now());
+  Status ReadNow(RedisConnection& conn, const std::string& ns,
+                 Clock::time_point now = Clock::now());
   // The count last read for `ns` (1 when never read).
   int Count(const std::string& ns) const;
   // Records a count this process has just written (it counts as freshly read).
