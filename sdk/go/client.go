@@ -18,8 +18,9 @@ import (
 // Client is the producer: it enqueues tasks (now, delayed, at a time, idempotent) and cancels
 // them. In a namespace spread over partitions (docs/cluster.md, "Partitions") each task goes to
 // the partition of its id; the Client reads each namespace's partition count at its first use
-// and again when its copy is older than 5 s. It is safe for concurrent use; it holds a pool of Redis connections, each of which
-// checked the functions library version when it connected.
+// and again when its copy is older than 5 s (an enqueue whose read fails fails as unavailable).
+// It is safe for concurrent use; it holds a pool of Redis connections, each of which checked the
+// functions library version when it connected.
 type Client struct {
 	rdb          redis.UniversalClient // *redis.Client, or *redis.ClusterClient (redis+cluster://)
 	tracer       trace.Tracer          // nil without WithTracerProvider
@@ -484,7 +485,7 @@ func enqueueResult(id string, statusValue, detail any) (EnqueueResult, *Error) {
 // Cancel cancels a task that has not started: queued, scheduled or waiting to retry. Errors:
 // not_found (no such live task), conflict (it is running or dead), invalid_argument. In a
 // partitioned namespace it looks in the id's partition first, then in the others (the task may
-// have been enqueued before the namespace grew).
+// have been enqueued before the namespace grew). It reads the partition count afresh (one HMGET).
 func (c *Client) Cancel(ctx context.Context, ns, taskID string) error {
 	if err := checkName("namespace", ns); err != nil {
 		err.Op = "cancel"
@@ -494,12 +495,14 @@ func (c *Client) Cancel(ctx context.Context, ns, taskID string) error {
 		err.Op = "cancel"
 		return err
 	}
-	counts, err := c.partitions.get(ctx, []string{ns})
+	// The count is read now, not taken from the 5 s copy: a task enqueued to a partition added a
+	// moment ago must still be found.
+	count, err := c.partitions.readNow(ctx, ns)
 	if err != nil {
 		return fromRedis("cancel", err)
 	}
-	home := PartitionOf(taskID, counts[ns])
-	for i := 0; i < counts[ns]; i++ {
+	home := PartitionOf(taskID, count)
+	for i := 0; i < count; i++ {
 		p := i
 		switch {
 		case i == 0:

@@ -24,7 +24,8 @@ func (c *Client) NamespaceSettings(ctx context.Context, ns string) (map[string]i
 // Configure changes settings of a namespace (name -> value; a negative value puts the default
 // back) and returns the effective settings. A value out of its range is refused
 // (invalid_argument naming the setting) and nothing is written. A partitioned namespace has its
-// settings written in every partition (one round trip); the result is partition 0's.
+// settings written in every partition (one round trip, after reading the partition count afresh);
+// the result is partition 0's.
 func (c *Client) Configure(ctx context.Context, ns string, settings map[string]int64) (map[string]int64, error) {
 	var items []configureItem
 	for _, name := range sortedKeys(settings) {
@@ -52,15 +53,17 @@ func configure(ctx context.Context, c *Client, ns string, items []configureItem)
 	if len(items) == 0 { // a read: partition 0 speaks for the namespace
 		return readSettings(fcallConfigure(ctx, c.rdb, newKeySet(ns, ""), nil).Result())
 	}
-	counts, err := c.partitions.get(ctx, []string{ns})
+	// The count is read now, not taken from the 5 s copy: a change must reach a partition added a
+	// moment ago too.
+	count, err := c.partitions.readNow(ctx, ns)
 	if err != nil {
 		return nil, fromRedis("configure", err)
 	}
-	if counts[ns] == 1 {
+	if count == 1 {
 		return readSettings(fcallConfigure(ctx, c.rdb, newKeySet(ns, ""), items).Result())
 	}
 	pipe := c.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, counts[ns])
+	cmds := make([]*redis.Cmd, count)
 	for p := range cmds {
 		cmds[p] = fcallConfigure(ctx, pipe, newKeySet(StorageNamespace(ns, p), ""), items)
 	}

@@ -3,6 +3,7 @@ package baton
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -48,22 +49,55 @@ func StorageNamespace(ns string, p int) string {
 	return ns + ":" + strconv.Itoa(p)
 }
 
-// parsePartitionCount reads a stored count: absent (ok false from HMGET's nil) is 1; text that
-// is not an integer 1.. is 1 and reported (bad); above MaxPartitions is MaxPartitions.
+// parsePartitionCount reads a stored count (the "counts" of contract/fixtures/partitions.json):
+// absent (HMGET's nil) is 1; text of ASCII digits only (any length, leading zeros allowed) worth at
+// least 1 is min(value, MaxPartitions); anything else is 1 and reported (bad).
 func parsePartitionCount(v any) (count int, bad bool) {
 	text, ok := v.(string)
 	if !ok {
 		return 1, v != nil
 	}
-	n, err := strconv.ParseInt(text, 10, 64)
-	if err != nil || n < 1 || text[0] == '+' {
+	n := 0
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c < '0' || c > '9' {
+			return 1, true
+		}
+		// Digits past the cap (however many) are the cap: no overflow.
+		n = min(n*10+int(c-'0'), MaxPartitions+1)
+	}
+	if n < 1 {
 		return 1, true
 	}
-	return int(min(n, MaxPartitions)), false
+	return min(n, MaxPartitions), false
+}
+
+// badCounts logs a bad stored count once per namespace and value rather than at every read (every
+// 5 s per producer and worker); a namespace whose bad value changes is logged again.
+type badCounts struct {
+	logger *slog.Logger
+	mu     sync.Mutex
+	last   map[string]string // namespace -> the bad value last logged
+}
+
+func newBadCounts(logger *slog.Logger) *badCounts {
+	return &badCounts{logger: logger, last: map[string]string{}}
+}
+
+func (b *badCounts) report(ns string, v any) {
+	text := fmt.Sprint(v)
+	b.mu.Lock()
+	seen := b.last[ns] == text
+	b.last[ns] = text
+	b.mu.Unlock()
+	if !seen {
+		b.logger.Warn("baton: partition count is not an integer 1.."+strconv.Itoa(MaxPartitions)+"; using 1",
+			"key", globalKeyPartitions, "namespace", ns, "value", text)
+	}
 }
 
 // readPartitionCounts reads the counts of namespaces in one HMGET.
-func readPartitionCounts(ctx context.Context, rdb redis.Cmdable, logger *slog.Logger, namespaces []string) ([]int, error) {
+func readPartitionCounts(ctx context.Context, rdb redis.Cmdable, bad *badCounts, namespaces []string) ([]int, error) {
 	values, err := rdb.HMGet(ctx, globalKeyPartitions, namespaces...).Result()
 	if err != nil {
 		return nil, err
@@ -73,41 +107,45 @@ func readPartitionCounts(ctx context.Context, rdb redis.Cmdable, logger *slog.Lo
 	}
 	counts := make([]int, len(values))
 	for i, v := range values {
-		var bad bool
-		counts[i], bad = parsePartitionCount(v)
-		if bad {
-			logger.Warn("baton: partition count is not an integer 1.."+strconv.Itoa(MaxPartitions)+"; using 1",
-				"key", globalKeyPartitions, "namespace", namespaces[i], "value", v)
+		var isBad bool
+		counts[i], isBad = parsePartitionCount(v)
+		if isBad {
+			bad.report(namespaces[i], v)
 		}
 	}
 	return counts, nil
 }
 
 // partitionCounts is a producer's cache of partition counts, each kept partitionRefresh.
-// Concurrent callers of a stale namespace share one read; while it is in flight they use the
-// count they had (a count they never had, they wait for).
+// Concurrent callers of a stale namespace share one read: they wait for it and get its count, or
+// its error (docs/cluster.md: an enqueue whose count needs reading fails while it cannot be read).
 type partitionCounts struct {
-	rdb    redis.UniversalClient
-	logger *slog.Logger
-	clock  func() time.Time // time.Now (a test sets its own)
-	mu     sync.Mutex
-	byNS   map[string]*partitionEntry
+	rdb   redis.UniversalClient
+	bad   *badCounts
+	clock func() time.Time // time.Now (a test sets its own)
+	mu    sync.Mutex
+	byNS  map[string]*partitionEntry
 }
 
 type partitionEntry struct {
 	count   int
-	readAt  time.Time     // zero: never read
-	loading chan struct{} // non-nil while a read is in flight; closed when it ends
-	err     error         // the last read's error (for waiters of a first read)
+	readAt  time.Time      // zero: never read
+	reading *partitionRead // non-nil while a read is in flight
+}
+
+// partitionRead is one HMGET in flight: err is set before done is closed.
+type partitionRead struct {
+	done chan struct{}
+	err  error
 }
 
 func newPartitionCounts(rdb redis.UniversalClient, logger *slog.Logger) *partitionCounts {
-	return &partitionCounts{rdb: rdb, logger: logger, clock: time.Now, byNS: map[string]*partitionEntry{}}
+	return &partitionCounts{rdb: rdb, bad: newBadCounts(logger), clock: time.Now, byNS: map[string]*partitionEntry{}}
 }
 
 // get returns the partition count of every namespace in namespaces (duplicates allowed),
-// reading the stale ones in one HMGET. A failed read of a namespace never read is an error; of
-// one read before, the old count is used (and read again next time).
+// reading the stale ones (never read, or read partitionRefresh ago) in one HMGET. A failed read
+// is an error, whether or not the namespace was read before (it is read again at the next call).
 func (pc *partitionCounts) get(ctx context.Context, namespaces []string) (map[string]int, error) {
 	for {
 		out, retry, err := pc.tryGet(ctx, namespaces)
@@ -117,8 +155,8 @@ func (pc *partitionCounts) get(ctx context.Context, namespaces []string) (map[st
 	}
 }
 
-// tryGet is one pass of get; retry when a first read this caller waited for ended with its
-// reader's ctx (not this caller's), so this caller reads itself.
+// tryGet is one pass of get; retry when a read this caller waited for ended with its reader's
+// ctx (not this caller's), so this caller reads itself.
 func (pc *partitionCounts) tryGet(ctx context.Context, namespaces []string) (out map[string]int, retry bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
@@ -126,7 +164,7 @@ func (pc *partitionCounts) tryGet(ctx context.Context, namespaces []string) (out
 	now := pc.clock()
 	out = make(map[string]int, len(namespaces))
 	var toRead []string
-	var waits []chan struct{}
+	var waits []*partitionRead
 	pc.mu.Lock()
 	for _, ns := range namespaces {
 		if _, seen := out[ns]; seen {
@@ -137,55 +175,83 @@ func (pc *partitionCounts) tryGet(ctx context.Context, namespaces []string) (out
 			e = &partitionEntry{count: 1}
 			pc.byNS[ns] = e
 		}
-		fresh := !e.readAt.IsZero() && now.Sub(e.readAt) < partitionRefresh
 		out[ns] = e.count
 		switch {
-		case fresh:
-		case e.loading != nil:
-			if e.readAt.IsZero() {
-				waits = append(waits, e.loading)
-			}
+		case !e.readAt.IsZero() && now.Sub(e.readAt) < partitionRefresh:
+		case e.reading != nil:
+			waits = append(waits, e.reading)
 		default:
-			e.loading = make(chan struct{})
 			toRead = append(toRead, ns)
+		}
+	}
+	var mine *partitionRead
+	if len(toRead) > 0 {
+		mine = &partitionRead{done: make(chan struct{})}
+		for _, ns := range toRead {
+			pc.byNS[ns].reading = mine
 		}
 	}
 	pc.mu.Unlock()
 
-	if len(toRead) > 0 {
-		counts, err := readPartitionCounts(ctx, pc.rdb, pc.logger, toRead)
+	if mine != nil {
+		counts, err := readPartitionCounts(ctx, pc.rdb, pc.bad, toRead)
 		after := pc.clock()
 		pc.mu.Lock()
 		for i, ns := range toRead {
 			e := pc.byNS[ns]
-			e.err = err
 			if err == nil {
 				e.count, e.readAt = counts[i], after
-				out[ns] = e.count
 			}
-			close(e.loading)
-			e.loading = nil
+			e.reading = nil
 		}
 		pc.mu.Unlock()
+		mine.err = err
+		close(mine.done)
+		if err != nil {
+			return nil, false, err
+		}
 	}
-	for _, ch := range waits {
+	for _, r := range waits {
 		select {
-		case <-ch:
+		case <-r.done:
 		case <-ctx.Done():
 			return nil, false, ctx.Err()
 		}
+		if r.err == nil {
+			continue
+		}
+		if !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, context.DeadlineExceeded) {
+			return nil, false, r.err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		return nil, true, nil // the reader's ctx ended, not this caller's: read again
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	for _, ns := range namespaces {
-		e := pc.byNS[ns]
-		if e.readAt.IsZero() {
-			if e.err == nil || errors.Is(e.err, context.Canceled) || errors.Is(e.err, context.DeadlineExceeded) {
-				return nil, ctx.Err() == nil, e.err // another caller's read ended with its ctx
-			}
-			return nil, false, e.err
-		}
-		out[ns] = e.count
+	for ns := range out {
+		out[ns] = pc.byNS[ns].count
 	}
 	return out, false, nil
+}
+
+// readNow reads the count of ns now, whatever the age of the cached copy, and caches it: for the
+// calls that must see a count grown a moment ago (Cancel searches every partition, Configure
+// writes every one).
+func (pc *partitionCounts) readNow(ctx context.Context, ns string) (int, error) {
+	counts, err := readPartitionCounts(ctx, pc.rdb, pc.bad, []string{ns})
+	if err != nil {
+		return 0, err
+	}
+	after := pc.clock()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	e := pc.byNS[ns]
+	if e == nil {
+		e = &partitionEntry{}
+		pc.byNS[ns] = e
+	}
+	e.count, e.readAt = counts[0], after
+	return counts[0], nil
 }

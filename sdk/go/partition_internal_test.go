@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,18 +64,46 @@ func TestPartitionRuleMatchesFixtures(t *testing.T) {
 	}
 }
 
-// A stored count is read as the contract says: absent 1, not an integer 1.. is 1 (and flagged),
-// above MaxPartitions is MaxPartitions.
-func TestParsePartitionCount(t *testing.T) {
+// A stored count is read as every vector of "counts" in contract/fixtures/partitions.json says.
+func TestPartitionCountsMatchFixtures(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(redistest.RepoRoot(), "contract", "fixtures", "partitions.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Counts []struct {
+			Stored *string `json:"stored"`
+			Count  int     `json:"count"`
+		} `json:"counts"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Counts) < 10 {
+		t.Fatalf("partitions.json has %d counts", len(f.Counts))
+	}
+	for _, c := range f.Counts {
+		var v any // HMGET's nil: absent
+		if c.Stored != nil {
+			v = *c.Stored
+		}
+		if got, _ := parsePartitionCount(v); got != c.Count {
+			t.Errorf("parsePartitionCount(%#v) = %d, want %d", v, got, c.Count)
+		}
+	}
+}
+
+// A value that is not a count is flagged (to be logged); absent and valid ones are not.
+func TestParsePartitionCountFlagsBadValues(t *testing.T) {
 	for _, c := range []struct {
 		v    any
 		want int
 		bad  bool
 	}{
-		{nil, 1, false}, {"1", 1, false}, {"4", 4, false}, {"1024", 1024, false},
-		{"1025", MaxPartitions, false}, {"99999999999999999", MaxPartitions, false},
-		{"0", 1, true}, {"-3", 1, true}, {"+3", 1, true}, {" 3", 1, true}, {"3.0", 1, true},
-		{"many", 1, true}, {"", 1, true}, {"999999999999999999999", 1, true},
+		{nil, 1, false}, {"1", 1, false}, {"0004", 4, false}, {"1025", MaxPartitions, false},
+		{"999999999999999999999", MaxPartitions, false}, {"0", 1, true}, {"-3", 1, true},
+		{"+3", 1, true}, {" 3", 1, true}, {"3.0", 1, true}, {"many", 1, true}, {"", 1, true},
+		{"\uff13", 1, true},
 	} {
 		got, bad := parsePartitionCount(c.v)
 		if got != c.want || bad != c.bad {
@@ -82,8 +112,27 @@ func TestParsePartitionCount(t *testing.T) {
 	}
 }
 
-// The producer's cache: one read per namespace per refresh period, a bad value logged and taken
-// as 1, and a failed refresh keeps the old count (a namespace never read is an error).
+// hmgetCounter counts the HMGET commands a client sends.
+type hmgetCounter struct{ n atomic.Int64 }
+
+func (h *hmgetCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *hmgetCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.EqualFold(cmd.Name(), "hmget") {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *hmgetCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// The producer's cache: one read per namespace per refresh period, shared by concurrent callers;
+// a bad value taken as 1 and logged once per value; a failed read, due or first, is an error
+// (unavailable once mapped, as an enqueue returns it), for every caller that needed it.
 func TestPartitionCountsCacheAndRefresh(t *testing.T) {
 	s, err := redistest.Start()
 	if err != nil {
@@ -93,6 +142,8 @@ func TestPartitionCountsCacheAndRefresh(t *testing.T) {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2, MaxRetries: -1}) // no resends: fails fast once Redis is gone
 	defer rdb.Close()
+	hmgets := &hmgetCounter{}
+	rdb.AddHook(hmgets)
 	var logs safeBuffer
 	now := time.Unix(1_000_000, 0)
 	pc := newPartitionCounts(rdb, slog.New(slog.NewTextHandler(&logs, nil)))
@@ -118,6 +169,19 @@ func TestPartitionCountsCacheAndRefresh(t *testing.T) {
 		t.Errorf("a valid or absent count was reported: %q", logs.String())
 	}
 
+	// Read again after the period: the same bad values are not logged again, a new one is.
+	rdb.HSet(ctx, globalKeyPartitions, "e", "-1")
+	now = now.Add(partitionRefresh)
+	if _, err := pc.get(ctx, []string{"a", "c", "e"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), "namespace=c"); n != 1 {
+		t.Errorf("the bad value of c was logged %d times, want once: %q", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), "namespace=e"); n != 2 || !strings.Contains(logs.String(), "value=-1") {
+		t.Errorf("the new bad value of e was not logged once: %q", logs.String())
+	}
+
 	rdb.HSet(ctx, globalKeyPartitions, "a", "3")
 	now = now.Add(partitionRefresh - time.Millisecond)
 	if got, _ := pc.get(ctx, []string{"a"}); got["a"] != 1 {
@@ -128,8 +192,10 @@ func TestPartitionCountsCacheAndRefresh(t *testing.T) {
 		t.Fatalf("not read again after %v: %v", partitionRefresh, got)
 	}
 
-	// Many callers at once (run with -race): all get the count.
+	// Many callers at once (run with -race): all get the count, from one HMGET (the clock
+	// stands still, so a caller that comes after the read finds it fresh).
 	now = now.Add(partitionRefresh)
+	before := hmgets.n.Load()
 	var wg sync.WaitGroup
 	for i := 0; i < 20; i++ {
 		wg.Add(1)
@@ -141,14 +207,35 @@ func TestPartitionCountsCacheAndRefresh(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if n := hmgets.n.Load() - before; n != 1 {
+		t.Errorf("20 concurrent callers of 2 stale namespaces sent %d HMGETs, want 1", n)
+	}
 
+	// Redis gone: the due re-read of a count read before fails, and so does every caller.
 	s.Kill()
 	now = now.Add(2 * partitionRefresh)
-	if got, err := pc.get(ctx, []string{"a"}); err != nil || got["a"] != 3 {
-		t.Fatalf("a failed refresh must keep the old count: %v, %v", got, err)
+	got, err = pc.get(ctx, []string{"a"})
+	if err == nil {
+		t.Fatalf("a failed re-read of a due count: no error (counts %v)", got)
 	}
+	if mapped := fromRedis("enqueue", err); !errors.Is(mapped, ErrUnavailable) {
+		t.Fatalf("a failed re-read maps to %v, want unavailable", mapped)
+	}
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got, err := pc.get(ctx, []string{"a"}); err == nil {
+				t.Errorf("concurrent get with Redis down: %v and no error", got)
+			}
+		}()
+	}
+	wg.Wait()
 	if _, err := pc.get(ctx, []string{"never-read"}); err == nil {
 		t.Fatal("a namespace never read, with Redis down: no error")
+	}
+	if _, err := pc.readNow(ctx, "a"); err == nil {
+		t.Fatal("readNow with Redis down: no error")
 	}
 }
 

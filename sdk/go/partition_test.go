@@ -276,3 +276,49 @@ func TestPartitionsCancelAndConfigure(t *testing.T) {
 		t.Errorf("a refused Configure changed partition 2: lease_ms %q", v)
 	}
 }
+
+// Producers whose copy of the count (P=1, read by an enqueue) is older than a growth to 4 still
+// reach the new partitions with the calls that must see every one: Configure writes all four, and
+// Cancel finds a task in partition 3. Each stale client makes one call, since the call refreshes
+// that client's copy.
+func TestPartitionsConfigureAndCancelReadACountGrownAMomentAgo(t *testing.T) {
+	ctx := context.Background()
+	ns := newNS()
+	rdb := rawClient(t)
+	staleConfigure, staleCancel := newClient(t), newClient(t)
+	for i, c := range []*baton.Client{staleConfigure, staleCancel} {
+		if _, err := c.Enqueue(ctx, ns, "job", map[string]int{}, baton.TaskID("warm-"+strconv.Itoa(i)), baton.Delay(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb.HSet(ctx, partitionsKey, ns, 4)
+
+	if _, err := staleConfigure.Configure(ctx, ns, map[string]int64{"lease_ms": 6000}); err != nil {
+		t.Fatal(err)
+	}
+	for p := 0; p < 4; p++ {
+		if v := rdb.HGet(ctx, keyOf(baton.StorageNamespace(ns, p), "config"), "lease_ms").Val(); v != "6000" {
+			t.Errorf("partition %d: lease_ms %q after Configure, want 6000", p, v)
+		}
+	}
+
+	var id string
+	for i := 0; id == ""; i++ {
+		if candidate := "grown-" + strconv.Itoa(i); baton.PartitionOf(candidate, 4) == 3 {
+			id = candidate
+		}
+	}
+	if _, err := newClient(t).Enqueue(ctx, ns, "job", map[string]int{}, baton.TaskID(id), baton.Delay(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	scheduled := keyOf(baton.StorageNamespace(ns, 3), "scheduled:job")
+	if n := rdb.ZCard(ctx, scheduled).Val(); n != 1 {
+		t.Fatalf("partition 3 has %d scheduled tasks, want 1", n)
+	}
+	if err := staleCancel.Cancel(ctx, ns, id); err != nil {
+		t.Fatalf("Cancel of a task in partition 3 by a client that read P=1: %v", err)
+	}
+	if n := rdb.ZCard(ctx, scheduled).Val(); n != 0 {
+		t.Errorf("partition 3 still has %d scheduled tasks", n)
+	}
+}

@@ -260,7 +260,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.rdb = rdb
 	w.watch = newPartitionWatcher(w)
-	counts, err := readPartitionCounts(ctx, rdb, w.cfg.logger, w.watch.namespaces)
+	counts, err := readPartitionCounts(ctx, rdb, w.watch.bad, w.watch.namespaces)
 	if err != nil {
 		_ = rdb.Close()
 		return fromRedis("start", err)

@@ -62,13 +62,14 @@ type partitionWatcher struct {
 	w          *Worker
 	namespaces []string       // the registered namespaces, each once
 	count      map[string]int // partitions served so far, per namespace
+	bad        *badCounts
 	ctx        context.Context
 	cancel     context.CancelFunc
 	done       chan struct{}
 }
 
 func newPartitionWatcher(w *Worker) *partitionWatcher {
-	pw := &partitionWatcher{w: w, count: map[string]int{}, done: make(chan struct{})}
+	pw := &partitionWatcher{w: w, count: map[string]int{}, bad: newBadCounts(w.cfg.logger), done: make(chan struct{})}
 	pw.ctx, pw.cancel = context.WithCancel(context.Background())
 	for _, r := range w.regs {
 		if _, ok := pw.count[r.ns]; !ok {
@@ -120,7 +121,7 @@ func (pw *partitionWatcher) loop() {
 // check reads the counts and starts the runners of new partitions.
 func (pw *partitionWatcher) check() error {
 	w := pw.w
-	counts, err := readPartitionCounts(pw.ctx, w.rdb, w.cfg.logger, pw.namespaces)
+	counts, err := readPartitionCounts(pw.ctx, w.rdb, pw.bad, pw.namespaces)
 	if err != nil {
 		return err
 	}

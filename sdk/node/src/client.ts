@@ -141,7 +141,7 @@ export class Client {
    * Cancels a task that has not started (queued, scheduled or waiting to retry). Throws
    * not_found when there is no such live task, conflict when it is running or dead. In a
    * partitioned namespace it looks in the id's partition first, then in the others (a task
-   * enqueued before the partition count grew).
+   * enqueued before the partition count grew); the count is read now, not from the 5 s copy.
    */
   async cancel(namespace: string, taskId: string): Promise<void> {
     checkName('namespace', namespace);
@@ -168,7 +168,8 @@ export class Client {
   /**
    * Changes settings of a namespace ("" = back to the default) and returns the effective
    * settings; with no changes it only reads them. Throws invalid_argument naming the setting.
-   * A partitioned namespace gets the changes in every partition; the result is partition 0's.
+   * A partitioned namespace gets the changes in every partition (the count is read now, not from
+   * the 5 s copy); the result is partition 0's.
    */
   async configure(namespace: string, changes: Partial<Record<NamespaceSetting, number | ''>> = {}): Promise<NamespaceSettings> {
     checkName('namespace', namespace);
@@ -180,7 +181,8 @@ export class Client {
     if (items.length > 0) {
       const redis = await this.link.ready();
       try {
-        await this.partitions.refresh(redis, [namespace]);
+        // Read now, not the 5 s copy: the change must reach a partition added a moment ago too.
+        await this.partitions.readNow(redis, namespace);
       } catch (e) {
         throw fromRedisError(e, 'configure');
       }
@@ -193,7 +195,8 @@ export class Client {
 
   /** The storage namespaces of `ns` to look for `taskId` in: its partition first, then the others. */
   private async partitionsToSearch(redis: RedisHandle, ns: string, taskId: string): Promise<string[]> {
-    await this.partitions.refresh(redis, [ns]);
+    // Read now, not the 5 s copy: a task enqueued to a partition added a moment ago must be found.
+    await this.partitions.readNow(redis, ns);
     const count = this.partitions.count(ns);
     const first = partitionOf(taskId, count);
     const out = [storageNamespace(ns, first)];

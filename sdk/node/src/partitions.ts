@@ -29,20 +29,30 @@ export function storageNamespace(ns: string, p: number): string {
 }
 
 /**
- * A partition count as stored: null (absent) -> 1; text that is not an integer >= 1 -> 1 with
- * `bad` set (the caller may log it, never fails on it); above the maximum -> the maximum (1024).
+ * A partition count as stored (the "counts" of contract/fixtures/partitions.json): null (absent)
+ * -> 1; ASCII digits only (any length, leading zeros allowed) worth at least 1 -> that value, at
+ * most the maximum (1024); anything else -> 1 with `bad` set (the caller may log it, never fails on it).
  */
 export function parsePartitionCount(value: string | null): { count: number; bad?: string } {
   if (value === null) return { count: 1 };
-  if (!/^[0-9]{1,20}$/.test(value) || Number(value) < 1) return { count: 1, bad: value };
-  return { count: Math.min(Number(value), PARTITIONS.maxCount) };
+  let count = 0;
+  for (let i = 0; i < value.length; i++) {
+    const digit = value.charCodeAt(i) - 48; // '0'
+    if (digit < 0 || digit > 9) return { count: 1, bad: value };
+    // Capped while reading: digits past the maximum (however many) are the maximum.
+    count = Math.min(count * 10 + digit, PARTITIONS.maxCount + 1);
+  }
+  if (count < 1) return { count: 1, bad: value };
+  return { count: Math.min(count, PARTITIONS.maxCount) };
 }
 
 /** The partition counts of namespaces, each read again when older than PARTITION_REFRESH_MS. */
 export class PartitionCounts {
-  private readonly entries = new Map<string, { count: number; readAt: number }>();
-  /** Unparsable values already reported (per namespace), so a bad value is logged once. */
-  private readonly reported = new Map<string, string>();
+  private readonly entries = new Map<string, { count: number; readAt: number; seq: number }>();
+  /** Numbers the reads in the order they were sent: an older answer never replaces a newer one. */
+  private seq = 0;
+  /** Unparsable values already reported, per namespace: each is logged once, not on every read. */
+  private readonly reported = new Map<string, Set<string>>();
   /** Reads sent and not answered yet, per namespace. */
   private readonly inFlight = new Map<string, Promise<void>>();
 
@@ -73,15 +83,25 @@ export class PartitionCounts {
     await Promise.all(waits);
   }
 
+  /**
+   * Reads the count of `ns` now, with its own HMGET, whatever the age of the copy (or a read in
+   * flight): for the calls that must see a count grown a moment ago (cancel searches every
+   * partition, configure writes every one). Redis errors are thrown as they come.
+   */
+  async readNow(redis: RedisHandle, ns: string, now = Date.now()): Promise<void> {
+    await this.read(redis, [ns], now);
+  }
+
   private async read(redis: RedisHandle, stale: readonly string[], now: number): Promise<void> {
+    const seq = ++this.seq;
     const values = await redis.hmget(PARTITIONS.key, ...stale);
     stale.forEach((ns, i) => {
       const { count, bad } = parsePartitionCount(values[i] ?? null);
-      if (bad !== undefined && this.reported.get(ns) !== bad) {
-        this.reported.set(ns, bad);
+      if (bad !== undefined && !this.reported.get(ns)?.has(bad)) {
+        this.reported.set(ns, (this.reported.get(ns) ?? new Set()).add(bad));
         this.warn(`${PARTITIONS.key} ${ns}: '${bad.slice(0, 40)}' is not a partition count (an integer 1..${PARTITIONS.maxCount}); using 1`);
       }
-      this.entries.set(ns, { count, readAt: now });
+      if ((this.entries.get(ns)?.seq ?? 0) < seq) this.entries.set(ns, { count, readAt: now, seq });
     });
   }
 

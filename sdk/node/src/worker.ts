@@ -285,47 +285,48 @@ export class Worker extends EventEmitter {
   /**
    * Reads the partition counts of the registered namespaces and starts serving the partitions
    * added since (P only grows: a smaller count is ignored). A partition whose runner cannot
-   * start (Redis down) is tried again on the next round.
+   * start (Redis down) is tried again on the next round. Never rejects (shutdown awaits it).
    */
   private servePartitions(): Promise<void> {
     if (this.state !== 'running' || this.growing !== undefined) return this.growing ?? Promise.resolve();
-    this.growing = (async () => {
-      const counts = this.partitionCounts as PartitionCounts;
-      try {
-        const redis = await (this.control as RedisLink).ready();
-        await counts.refresh(redis, this.registrations.map((r) => r.ns), Date.now(), 0);
-      } catch (e) {
-        this.warn(`partition counts: ${(e as Error).message}`);
-        return;
-      }
-      for (const r of this.registrations) {
-        const runners = r.runners as TypeRunner[];
-        const settings = r.settings as Omit<RunnerSettings, 'storageNs'>;
-        while (runners.length < counts.count(r.ns) && this.state === 'running') {
-          const runner = new TypeRunner({ ...settings, storageNs: storageNamespace(r.ns, runners.length) }, this.host as RunnerHost);
-          try {
-            await runner.start();
-          } catch (e) {
-            this.warn(`${runner.settings.storageNs}/${r.type}: cannot serve the partition yet: ${(e as Error).message}`);
-            await runner.join();
-            break;
-          }
-          if (this.state !== 'running') {
-            // stop() began while it connected: it waits for this round, so stop the runner here.
-            runner.beginStop();
-            await runner.join();
-            break;
-          }
-          runners.push(runner);
-          this.runners.push(runner);
-          this.leaseKeeper?.add(runner);
-          this.maintenance?.add({ ns: runner.settings.storageNs, type: r.type, retry: settings.retry });
-        }
-      }
-    })().finally(() => {
+    this.growing = this.growPartitions().catch((e: unknown) => {
+      this.warn(`partition watch: ${(e as Error)?.stack ?? String(e)}`);
+    }).finally(() => {
       this.growing = undefined;
     });
     return this.growing;
+  }
+
+  private async growPartitions(): Promise<void> {
+    const counts = this.partitionCounts as PartitionCounts;
+    try {
+      const redis = await (this.control as RedisLink).ready();
+      await counts.refresh(redis, this.registrations.map((r) => r.ns), Date.now(), 0);
+    } catch (e) {
+      this.warn(`partition counts: ${(e as Error).message}`);
+      return;
+    }
+    for (const r of this.registrations) {
+      const runners = r.runners as TypeRunner[];
+      const settings = r.settings as Omit<RunnerSettings, 'storageNs'>;
+      while (runners.length < counts.count(r.ns) && this.state === 'running') {
+        const runner = new TypeRunner({ ...settings, storageNs: storageNamespace(r.ns, runners.length) }, this.host as RunnerHost);
+        try {
+          await runner.start();
+        } catch (e) {
+          this.warn(`${runner.settings.storageNs}/${r.type}: cannot serve the partition yet: ${(e as Error).message}`);
+          await runner.join();
+          break;
+        }
+        // Registered even when stop() began while it connected (the loop then ends): its fetch
+        // loop may already hold tasks, which need heartbeats, the grace and abandon() like the
+        // others. shutdown() waits for this round before stopping this.runners.
+        runners.push(runner);
+        this.runners.push(runner);
+        this.leaseKeeper?.add(runner);
+        this.maintenance?.add({ ns: runner.settings.storageNs, type: r.type, retry: settings.retry });
+      }
+    }
   }
 
   /** start(), then resolves once the worker has stopped (stop(), or a signal with handleSignals). */
@@ -367,9 +368,11 @@ export class Worker extends EventEmitter {
   private async shutdown(graceMs: number): Promise<void> {
     this.state = 'stopping';
     clearInterval(this.partitionTimer);
+    const until = Date.now() + graceMs;
+    for (const r of this.runners) r.beginStop();
+    // A round serving new partitions ends first; the runners it started are in this.runners then.
     await this.growing;
     for (const r of this.runners) r.beginStop();
-    const until = Date.now() + graceMs;
     while (Date.now() < until && !this.runners.every((r) => r.drained)) await new Promise((r) => setTimeout(r, 10));
     for (const r of this.runners) if (!r.drained) r.abandon();
     await Promise.all(this.runners.map((r) => r.join()));

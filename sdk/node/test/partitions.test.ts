@@ -2,7 +2,9 @@
 // every vector of contract/fixtures/partitions.json, a namespace of 4 partitions (tasks spread by
 // id, each run once, handlers see the namespace, duplicates met across a cache refresh), cancel
 // and configure over partitions, a worker that starts serving partitions added while it runs,
-// and a threaded type whose partitions share its threads. The count is set by hand (HSET).
+// and a threaded type whose partitions share its threads; the stored count read as the fixture's
+// "counts" say; configure and cancel reaching partitions added a moment ago; stop() racing a new
+// partition. The count is set by hand (HSET).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,6 +13,7 @@ import { join } from 'node:path';
 import { BatonError, Client, type TaskRequest } from '../src/index.js';
 import { fnv1a32, parsePartitionCount, partitionOf, storageNamespace } from '../src/partitions.js';
 import { PARTITIONS } from '../src/generated/protocol.js';
+import { TypeRunner } from '../src/type_runner.js';
 import { sleep, waitFor } from './helpers/redis_server.js';
 import { isDone, quietWorker, record, serverAndClient, uniqueNs } from './helpers/baton.js';
 import { REPO_ROOT } from './helpers/paths.js';
@@ -38,6 +41,19 @@ test('the partition rule gives every vector of contract/fixtures/partitions.json
   assert.deepEqual(parsePartitionCount('1024'), { count: 1024 });
   assert.deepEqual(parsePartitionCount('5000'), { count: 1024 });
   for (const bad of ['0', '-2', 'four', '', ' 3', '2.5']) assert.deepEqual(parsePartitionCount(bad), { count: 1, bad }, bad);
+});
+
+test('a stored count is read as every entry of "counts" in contract/fixtures/partitions.json says', () => {
+  const file = JSON.parse(readFileSync(join(REPO_ROOT, PARTITIONS.fixtures), 'utf8')) as { counts: { stored: string | null; count: number }[] };
+  assert.ok(file.counts.length >= 10, 'the fixture has counts');
+  for (const c of file.counts) {
+    const parsed = parsePartitionCount(c.stored);
+    assert.equal(parsed.count, c.count, `count of ${JSON.stringify(c.stored)}`);
+    // Warned about: any text other than ASCII digits worth at least 1 (absent is not a mistake).
+    const valid = c.stored === null || (/^[0-9]+$/.test(c.stored) && /[1-9]/.test(c.stored));
+    assert.equal(parsed.bad, valid ? undefined : c.stored, `bad of ${JSON.stringify(c.stored)}`);
+  }
+  console.log(`# ${file.counts.length} stored counts`);
 });
 
 /** Which storage namespace of `ns` (count partitions) holds the task record of `id` (null: none). */
@@ -150,6 +166,30 @@ test('cancel looks in the id\'s partition, then the others; configure writes eve
   }
 });
 
+test('configure and cancel read a count grown a moment ago, not the producer\'s 5 s copy', async () => {
+  const ns = uniqueNs('p');
+  const redis = env.server.redis();
+  const stale = await Client.connect({ redis: env.server.url });
+  try {
+    await stale.enqueue(ns, 'job', {}, { delaySeconds: 600 }); // caches P = 1 for 5 s
+    await redis.hset(PARTITIONS.key, ns, '4');
+
+    assert.equal((await stale.configure(ns, { lease_ms: 6000 })).lease_ms, 6000);
+    for (let p = 0; p < 4; p++) assert.equal(await redis.hget(`baton:v2:{${storageNamespace(ns, p)}}:config`, 'lease_ms'), '6000', `partition ${p}`);
+
+    let id = '';
+    for (let i = 0; id === ''; i++) if (partitionOf(`grown-${i}`, 4) === 3) id = `grown-${i}`;
+    assert.equal((await env.client.enqueue(ns, 'job', {}, { taskId: id, delaySeconds: 3600 })).status, 'scheduled');
+    const scheduled = `baton:v2:{${ns}:3}:scheduled:job`;
+    assert.notEqual(await redis.zscore(scheduled, id), null, 'in partition 3');
+    await stale.cancel(ns, id);
+    assert.equal(await redis.zscore(scheduled, id), null, 'cancelled in partition 3');
+    assert.notEqual(await redis.hget(`baton:v2:{${ns}:3}:ended`, id), null);
+  } finally {
+    await stale.close();
+  }
+});
+
 test('an unparsable count is 1 (a warning, no crash); a count above 1024 is 1024', async () => {
   const ns = uniqueNs('p');
   const redis = env.server.redis();
@@ -160,6 +200,12 @@ test('an unparsable count is 1 (a warning, no crash); a count above 1024 is 1024
     const r = await client.enqueue(ns, 'job', {}, { taskId: 'a' });
     assert.equal(await holder(ns, 1, r.taskId), ns);
     assert.deepEqual(warnings, [`baton:v2:partitions ${ns}: 'many' is not a partition count (an integer 1..1024); using 1`]);
+    // Read again (configure reads now): the same value is not logged again; another one is.
+    await client.configure(ns, { lease_ms: 5000 });
+    assert.equal(warnings.length, 1, 'logged once per value, not on every read');
+    await redis.hset(PARTITIONS.key, ns, '0x10');
+    await client.configure(ns, { lease_ms: 5000 });
+    assert.deepEqual(warnings.slice(1), [`baton:v2:partitions ${ns}: '0x10' is not a partition count (an integer 1..1024); using 1`]);
     const big = uniqueNs('p');
     await redis.hset(PARTITIONS.key, big, '100000');
     await client.enqueue(big, 'job', {}, { taskId: 'a' }); // fixture: partition 300 of 1024
@@ -209,6 +255,59 @@ test('a running worker serves partitions added while it runs (P 1 -> 3) within ~
   } finally {
     await worker.stop();
     await producer.close();
+  }
+});
+
+// stop() arriving while a new partition's runner connects, after its fetch loop leased a task:
+// that runner is heartbeaten, given the grace and abandoned like the others. The interleaving is
+// made certain by wrapping TypeRunner.start (Redis, the worker and its timer are all real).
+test('stop() while a new partition is being served: its task is heartbeaten, stop() ends within the grace', async () => {
+  const ns = uniqueNs('s');
+  const redis = env.server.redis();
+  const leaseMs = 1500;
+  const graceMs = 2500;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const seen: { signal?: AbortSignal; stopping?: Promise<void>; leaseError?: Error } = {};
+  // Ignores its signal: only abandon() lets stop() end.
+  const worker = quietWorker(env.server.url, { shutdownGraceMs: graceMs }).register(ns, 'job', async (_task, { signal }) => {
+    seen.signal = signal;
+    await released;
+  }, { leaseMs });
+  const originalStart = TypeRunner.prototype.start;
+  TypeRunner.prototype.start = async function (this: TypeRunner): Promise<void> {
+    if (this.settings.storageNs !== `${ns}:1`) return originalStart.call(this);
+    seen.stopping = worker.stop();
+    await originalStart.call(this);
+    // Its first fetch pass leases the task before start() returns to the worker.
+    await waitFor('the task leased by the new runner', () => this.runningCount === 1, 5000).catch((e: Error) => {
+      seen.leaseError = e;
+    });
+  };
+  try {
+    await worker.start();
+    await redis.hset(PARTITIONS.key, ns, '2');
+    const id = ['st-1', 'st-2', 'st-3', 'st-4'].find((x) => partitionOf(x, 2) === 1) as string;
+    assert.equal((await env.client.enqueue(ns, 'job', {}, { taskId: id })).status, 'queued');
+    await waitFor('the worker\'s partition round (every 5 s) calling stop()', () => seen.stopping !== undefined, 8000);
+    const stopAt = Date.now();
+    const ended = await Promise.race([(seen.stopping as Promise<void>).then(() => true), sleep(graceMs + 3000).then(() => false)]);
+    const took = Date.now() - stopAt;
+    assert.equal(seen.leaseError, undefined, 'the new runner leased the task');
+    assert.ok(ended, `stop() ended (it has not after ${took} ms)`);
+    assert.ok(took < graceMs + 2000, `within the grace (${took} ms)`);
+    assert.equal(seen.signal?.aborted, true, 'the attempt was abandoned to its lease');
+    // Leased for the whole grace (longer than the lease): heartbeats kept it fresh.
+    const pending = (await redis.xpending(`baton:v2:{${ns}:1}:stream:job`, 'baton', '-', '+', 10)) as [string, string, number, number][];
+    assert.equal(pending.length, 1);
+    const [, consumer, idleMs, deliveries] = pending[0] as [string, string, number, number];
+    assert.equal(consumer, worker.consumerName);
+    assert.equal(deliveries, 1);
+    assert.ok(idleMs < leaseMs, `lease renewed during the grace (idle ${idleMs} ms, lease ${leaseMs} ms)`);
+  } finally {
+    TypeRunner.prototype.start = originalStart;
+    release();
+    await worker.stop();
   }
 });
 

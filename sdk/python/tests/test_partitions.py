@@ -1,11 +1,13 @@
-"""Partitions (docs/cluster.md, "Partitions"): the id -> partition rule against every case of
-contract/fixtures/partitions.json, and producers and workers on a real redis-server with a
-namespace of several partitions (the count set with a plain HSET baton:v2:partitions NS P).
-The cluster case is in test_cluster.py."""
+"""Partitions (docs/cluster.md, "Partitions"): the id -> partition rule and the reading of a
+stored count against every case and count of contract/fixtures/partitions.json, and producers
+and workers on a real redis-server with a namespace of several partitions (the count set with a
+plain HSET baton:v2:partitions NS P, the settings of partition 0 being the defaults). The
+cluster case is in test_cluster.py."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import threading
@@ -17,7 +19,7 @@ import redis
 
 import baton
 from baton import _generated as gen
-from baton import _partitions, _redis
+from baton import _partitions, _redis, _threads
 from baton._partitions import PartitionCounts, fnv1a32, partition_of, storage_namespace
 from baton.keys import Keyspace
 from harness import FIXTURES, running, wait_for
@@ -93,11 +95,29 @@ def test_stored_counts_are_read_leniently(caplog: pytest.LogCaptureFixture) -> N
     assert _partitions.parse_count("ns", b"4") == 4
     assert _partitions.parse_count("ns", b"1024") == 1024
     assert _partitions.parse_count("ns", b"5000") == 1024
+    # Beyond Python's 4300-digit limit of int(): read without converting the whole text.
+    assert _partitions.parse_count("ns", b"9" * 5000) == 1024
+    assert _partitions.parse_count("ns", b"0" * 5000 + b"7") == 7
     assert caplog.records == []
-    for bad in (b"0", b"-2", b"four", b"4.0", b" 4", b"", b"four"):
+    for bad in (b"0", b"-2", b"four", b"4.0", b" 4", b"", b"four", b"0" * 5000):
         assert _partitions.parse_count("lenient", bad) == 1, bad
-    assert len(caplog.records) == 6  # once per value
+    assert len(caplog.records) == 7  # once per value
     assert "baton:v2:partitions lenient: b'four' is not a partition count" in caplog.text
+
+
+def test_stored_counts_follow_every_fixture_count(caplog: pytest.LogCaptureFixture) -> None:
+    fixture = json.loads((FIXTURES / "partitions.json").read_text(encoding="utf-8"))
+    assert len(fixture["counts"]) >= 10
+    for case in fixture["counts"]:
+        stored = case["stored"]
+        raw = None if stored is None else stored.encode("utf-8")
+        assert _partitions.parse_count("fixture-counts", raw) == case["count"], stored
+        # As a client with decode_responses would give it: the same answer, no new warning.
+        assert _partitions.parse_count("fixture-counts", stored) == case["count"], stored
+    bad = [c["stored"] for c in fixture["counts"]
+           if c["stored"] is not None and c["count"] == 1 and c["stored"] != "1"]
+    warned = [rec for rec in caplog.records if "fixture-counts" in rec.getMessage()]
+    assert len(warned) == len(bad) >= 5, [rec.getMessage() for rec in warned]
 
 
 def test_counts_are_read_again_after_the_refresh_period() -> None:
@@ -108,8 +128,11 @@ def test_counts_are_read_again_after_the_refresh_period() -> None:
     assert (counts.count("a"), counts.count("b")) == (3, 1)
     assert counts.stale(["a", "b"], now=104.9) == []
     assert counts.stale(["a", "b", "c"], now=105.0) == ["a", "b", "c"]
-    with pytest.raises(ValueError, match="unexpected reply"):
+    with pytest.raises(baton.InternalError, match="HMGET baton:v2:partitions: unexpected reply"):
         counts.update(["a"], [b"1", b"2"])
+    with pytest.raises(baton.InternalError, match="unexpected reply"):
+        counts.update(["a"], b"OK")
+    assert counts.count("a") == 3
 
 
 # --------------------------------------------------------------------- a single Redis
@@ -256,6 +279,74 @@ def test_cancel_looks_in_every_partition_and_configure_writes_them_all(
 
     assert asyncio.run(async_side())["dlq_max"] == 78
     assert [settings_of(r, ns, p)["dlq_max"] for p in range(4)] == [78] * 4
+
+
+def test_cancel_and_configure_read_a_count_grown_a_moment_ago(
+        url: str, r: redis.Redis, ns: str) -> None:
+    # A producer whose copy of the count (1, read by its first enqueue, kept 5 s) is older than
+    # a growth to 4 still writes every partition's settings and finds a task in partition 3.
+    grown = next(t for t in (f"grown-{i}" for i in itertools.count()) if partition_of(t, 4) == 3)
+    with baton.Client(url) as stale, baton.Client(url) as fresh:
+        assert stale.enqueue(ns, "g", {}).status == "queued"
+        r.hset(gen.PARTITIONS_KEY, ns, 4)
+        assert stale.configure(ns, lease_ms=6000)["lease_ms"] == 6000
+        assert [settings_of(r, ns, p)["lease_ms"] for p in range(4)] == [6000] * 4
+        assert fresh.enqueue(ns, "g", {}, task_id=grown, delay=3600).status == "scheduled"
+        assert record(r, ns, 3, grown) == "scheduled"
+        stale.cancel(ns, grown)
+        assert record(r, ns, 3, grown) is None and done_in(r, ns, 3, grown)
+
+    other = f"{ns}a"
+
+    async def async_side() -> None:
+        async with baton.AsyncClient(url) as astale:
+            assert (await astale.enqueue(other, "g", {})).status == "queued"
+            r.hset(gen.PARTITIONS_KEY, other, 4)
+            assert (await astale.configure(other, dlq_max=55))["dlq_max"] == 55
+            assert [settings_of(r, other, p)["dlq_max"] for p in range(4)] == [55] * 4
+            with baton.Client(url) as fresh:
+                assert fresh.enqueue(other, "g", {}, task_id=grown, delay=3600).status == \
+                    "scheduled"
+            await astale.cancel(other, grown)
+        assert record(r, other, 3, grown) is None and done_in(r, other, 3, grown)
+
+    asyncio.run(async_side())
+
+
+def test_a_partition_whose_runner_cannot_start_is_served_at_the_next_watch(
+        url: str, r: redis.Redis, ns: str, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    # Injected fault: the second handler thread of partition 1's first runner cannot start, as
+    # threading.Thread.start fails when the process is out of threads. The watch logs it, the
+    # thread that did start leaves, and the next pass (0.5 s here) serves partitions 1 and 2.
+    monkeypatch.setattr(gen, "PARTITIONS_REFRESH_SECONDS", 0.5)
+    spawn = _threads.ThreadSlots._spawn
+    failed: list[str] = []
+
+    def spawn_or_fail(slots: Any) -> None:
+        if slots._name == f"{ns}:1/grow" and slots._threads == 1 and not failed:
+            failed.append(slots._name)
+            raise RuntimeError("can't start new thread")
+        spawn(slots)
+
+    monkeypatch.setattr(_threads.ThreadSlots, "_spawn", spawn_or_fail)
+    worker = baton.Worker(url, block_ms=200, concurrency=2)
+    ran = recorder(worker, ns, ["grow"])
+    with running(worker):
+        r.hset(gen.PARTITIONS_KEY, ns, 3)
+        with baton.Client(url) as client:
+            ids = [client.enqueue(ns, "grow", {}).task_id for _ in range(30)]
+        assert {partition_of(t, 3) for t in ids} == {0, 1, 2}
+        assert wait_for(lambda: len(ran) == 30, timeout=10), len(ran)
+        threads = [t.name for t in threading.enumerate()
+                   if t.name.startswith(f"baton-{ns}:1/grow-")]
+    assert failed == [f"{ns}:1/grow"]
+    assert sorted(threads) == [f"baton-{ns}:1/grow-1", f"baton-{ns}:1/grow-2"]
+    assert sorted(t for _, t in ran) == sorted(ids)
+    assert "worker partition watch (new runners) failed, retrying: worker " \
+           f"{ns}:1/grow could not start: RuntimeError: can't start new thread" in caplog.text
+    assert "worker partition watch (new runners) recovered" in caplog.text
+    assert f"baton worker serves new partitions: {ns}:1/grow, {ns}:2/grow" in caplog.text
 
 
 def test_an_unparsable_count_is_one_partition(url: str, r: redis.Redis, ns: str,

@@ -398,3 +398,19 @@ def test_worker_refuses_to_start_without_the_library(server: Any, r: redis.Redis
             app.start()
     finally:
         server.load_functions()
+
+
+def test_a_runner_that_cannot_start_fails_start_at_once(url: str, ns: str) -> None:
+    # A start method multiprocessing does not know: the process slots of the second type cannot
+    # be made. start() raises that (not its timeout), after undoing the first type's runner.
+    app = baton.Worker(url, block_ms=200, process_start_method="bogus")
+    app.register(ns, "fine", lambda task: None)
+    app.register(ns, "cpu", proc_handlers.cpu_square, executor="process")
+    began = time.monotonic()
+    with pytest.raises(baton.InternalError,
+                       match=f"^worker {ns}/cpu could not start: ValueError: .*bogus"):
+        app.start(timeout=20)
+    assert time.monotonic() - began < 10
+    assert app.join(10)
+    assert wait_for(lambda: not any(t.name.startswith(f"baton-{ns}/fine-")
+                                    for t in threading.enumerate()), timeout=5)

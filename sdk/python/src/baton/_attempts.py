@@ -84,7 +84,11 @@ class Attempts:
         self._processes: ProcessSlots | None = None
         if executor == "thread":
             self._threads = ThreadSlots(label, concurrency, self._run_in_thread, self._poke)
-            self._threads.start()
+            try:
+                self._threads.start()
+            except BaseException:
+                self._threads.stop()  # the threads that did start leave
+                raise
         elif executor == "process":
             self._processes = ProcessSlots(concurrency, process_start_method)
 

@@ -24,7 +24,7 @@ from . import _redis
 from ._lease import heartbeat_loop
 from ._loops import Outage
 from ._maintenance import Maintenance
-from ._partitions import hmget_command, parse_count
+from ._partitions import counts_of, hmget_command
 from ._runner import RunnerConfig, TypeRunner, WorkerCounters
 from .errors import InternalError, translate
 from .keys import Keyspace
@@ -50,7 +50,9 @@ class Engine:
         self._force = asyncio.Event()
         self.runners: list[TypeRunner] = []
         self._fetchers: list[asyncio.Future[None]] = []
-        self._served: dict[str, int] = {}  # namespace -> partitions served (0..n-1)
+        # (namespace, task type, partition) of every runner started: partitions only grow, and
+        # one whose runner could not start is tried again at the next partition watch.
+        self._started: set[tuple[str, str, int]] = set()
         self._maintenance: Maintenance | None = None
 
     def request_stop(self, force: bool = False) -> None:
@@ -60,10 +62,11 @@ class Engine:
             self._force.set()
         self._stop.set()
 
-    async def _startup(self, client: _redis.AsyncRedis) -> list[RunnerConfig]:
+    async def _startup(
+            self, client: _redis.AsyncRedis) -> tuple[dict[str, int], list[RunnerConfig]]:
         """Checks the library version, registers the namespaces (a convenience for the CLI),
-        reads their partition counts and returns the runner configs of every partition, lease_ms
-        0 resolved. Errors are fatal here."""
+        reads their partition counts and returns them and the runner configs of every
+        partition, lease_ms 0 resolved. Errors are fatal here."""
         try:
             version = await _redis.aexecute(client, *_redis.fcall_args(gen.version()))
             _redis.check_version_reply(version)
@@ -73,21 +76,18 @@ class Engine:
             configs = await self._with_leases(client, self._new_partitions(counts))
         except _REDIS_ERRORS as e:
             raise translate(e) from e
-        self._served.update(counts)
-        return configs
+        return counts, configs
 
     async def _read_counts(self, client: _redis.AsyncRedis) -> dict[str, int]:
         """The partition count of every namespace served (one HMGET)."""
         namespaces = sorted({c.namespace for c in self._configs})
-        reply = await _redis.aexecute(client, *hmget_command(namespaces))
-        if not isinstance(reply, list) or len(reply) != len(namespaces):
-            raise InternalError(f"HMGET {gen.PARTITIONS_KEY}: unexpected reply {reply!r:.100}")
-        return {ns: parse_count(ns, value) for ns, value in zip(namespaces, reply, strict=True)}
+        return counts_of(namespaces, await _redis.aexecute(client, *hmget_command(namespaces)))
 
     def _new_partitions(self, counts: dict[str, int]) -> list[RunnerConfig]:
-        """A config per registered type and partition not served yet (partitions only grow)."""
+        """A config per registered type and partition without a runner yet."""
         return [dataclasses.replace(c, partition=p) for c in self._configs
-                for p in range(self._served.get(c.namespace, 0), counts[c.namespace])]
+                for p in range(counts[c.namespace])
+                if (c.namespace, c.task_type, p) not in self._started]
 
     @staticmethod
     async def _with_leases(client: _redis.AsyncRedis,
@@ -110,9 +110,16 @@ class Engine:
 
     def _start_runners(self, client: _redis.AsyncRedis, configs: list[RunnerConfig]) -> None:
         """A TypeRunner and its fetch loop per config; the heartbeat and maintenance loops
-        serve them from their next pass (they read self.runners)."""
+        serve them from their next pass (they read self.runners). When one cannot start (its
+        threads or processes), InternalError is raised and those before it keep running."""
         for config in configs:
-            runner = TypeRunner(config, client, self._counters)
+            try:
+                runner = TypeRunner(config, client, self._counters)
+            except Exception as e:
+                label = f"{Keyspace(config.namespace, config.partition).storage}/" \
+                        f"{config.task_type}"
+                raise InternalError(f"worker {label} could not start: "
+                                    f"{type(e).__name__}: {e}") from e
             if self._maintenance is not None:
                 runner.on_retry = functools.partial(self._maintenance.on_retry, len(self.runners))
                 self._maintenance.add(runner)
@@ -120,6 +127,7 @@ class Engine:
             fetcher = asyncio.ensure_future(runner.fetch_loop())
             fetcher.add_done_callback(self._on_fetcher_done)
             self._fetchers.append(fetcher)
+            self._started.add((config.namespace, config.task_type, config.partition))
 
     def _on_fetcher_done(self, fetcher: asyncio.Future[None]) -> None:
         # A fetch loop only ends by itself when it crashed: that stops the whole worker.
@@ -130,6 +138,7 @@ class Engine:
         """Every PARTITIONS_REFRESH_SECONDS: serves the partitions the namespaces gained.
         Runs until cancelled (before the shutdown, so no runner starts during it)."""
         outage = Outage("worker partition watch")
+        starting = Outage("worker partition watch (new runners)")
         while True:
             await asyncio.sleep(gen.PARTITIONS_REFRESH_SECONDS)
             try:
@@ -139,13 +148,19 @@ class Engine:
                 outage.failed(translate(e))
                 continue
             outage.ok()
-            if added:
+            if not added:
+                continue
+            try:
                 self._start_runners(client, added)
+            except Exception as e:  # noqa: BLE001 - the rest are tried again next period
+                starting.failed(e)
+            else:
+                starting.ok()
+            served = [c for c in added if (c.namespace, c.task_type, c.partition) in self._started]
+            if served:
                 log.info("baton worker serves new partitions: %s",
                          ", ".join(f"{Keyspace(c.namespace, c.partition).storage}/"
-                                   f"{c.task_type}" for c in added))
-            for ns, count in counts.items():
-                self._served[ns] = max(self._served.get(ns, 0), count)
+                                   f"{c.task_type}" for c in served))
 
     async def serve(self, started: asyncio.Future[None] | None = None) -> None:
         client: _redis.AsyncRedis | None = None
@@ -153,23 +168,29 @@ class Engine:
             # The socket timeout must outlast XREAD BLOCK.
             client = _redis.async_client(self._url, self._redis_options,
                                          socket_timeout=self._block_ms / 1000.0 + 10.0)
-            configs = await self._startup(client)
+            counts, configs = await self._startup(client)
+            if self._maintenance_on:
+                self._maintenance = Maintenance([], client, configs[0].consumer)
+            self._start_runners(client, configs)
         except BaseException as e:
+            # Runners already started (none has run yet) are undone before start() hears it.
+            for fetcher in self._fetchers:
+                fetcher.cancel()
+            await asyncio.gather(*self._fetchers, return_exceptions=True)
+            for r in self.runners:
+                r.close()
             if client is not None:
                 await client.aclose()
             if started is not None and not started.done():
                 started.set_exception(e)
             raise
-        if self._maintenance_on:
-            self._maintenance = Maintenance([], client, configs[0].consumer)
-        self._start_runners(client, configs)
         helpers = [asyncio.ensure_future(heartbeat_loop(self.runners, client))]
         if self._maintenance is not None:
             helpers.append(asyncio.ensure_future(self._maintenance.loop()))
         watch = asyncio.ensure_future(self._watch_partitions(client))
         log.info("baton worker %s running %s", configs[0].consumer,
                  ", ".join(f"{c.namespace}/{c.task_type} ({c.executor} x{c.concurrency}"
-                           f"{_partitions_text(self._served[c.namespace])})"
+                           f"{_partitions_text(counts[c.namespace])})"
                            for c in self._configs))
         if started is not None and not started.done():
             started.set_result(None)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from . import _generated as gen
+from .errors import InternalError
 
 log = logging.getLogger("baton.partitions")
 
@@ -45,24 +46,37 @@ def storage_namespace(namespace: str, partition: int) -> str:
 
 
 def parse_count(namespace: str, value: object) -> int:
-    """A stored partition count: absent = 1; above MAX_PARTITIONS = MAX_PARTITIONS; anything
-    but an integer >= 1 = 1, with a warning once per value (never an error: producers and
-    workers keep going on partition 0, where an unpartitioned namespace's tasks are)."""
+    """A stored partition count (the "counts" of contract/fixtures/partitions.json): absent =
+    1; ASCII digits worth at least 1 = their value, at most MAX_PARTITIONS however many digits;
+    anything else = 1, with a warning once per value (never an error: producers and workers
+    keep going on partition 0, where an unpartitioned namespace's tasks are)."""
     if value is None:
         return 1
     raw = value if isinstance(value, bytes) else str(value).encode()
-    if _DIGITS.fullmatch(raw) and int(raw) >= 1:
-        return min(int(raw), gen.MAX_PARTITIONS)
+    count = 0
+    if _DIGITS.fullmatch(raw):
+        for digit in raw:  # capped while read: int() refuses 4301+ digits
+            count = min(count * 10 + digit - 0x30, gen.MAX_PARTITIONS)
+    if count >= 1:
+        return count
     if (namespace, raw) not in _warned:  # once per value, not at every refresh
         _warned.add((namespace, raw))
-        log.warning("%s %s: %r is not a partition count (an integer 1..%d); using 1",
-                    gen.PARTITIONS_KEY, namespace, raw[:40], gen.MAX_PARTITIONS)
+        log.warning("%s %s: %r is not a partition count (ASCII digits worth at least 1); "
+                    "using 1", gen.PARTITIONS_KEY, namespace, raw[:40])
     return 1
 
 
 def hmget_command(namespaces: Sequence[str]) -> list[str]:
     """The one command that reads the counts of several namespaces."""
     return ["HMGET", gen.PARTITIONS_KEY, *namespaces]
+
+
+def counts_of(namespaces: Sequence[str], reply: object) -> dict[str, int]:
+    """The counts in the reply to :func:`hmget_command` (InternalError when it is not one
+    value per namespace)."""
+    if not isinstance(reply, list) or len(reply) != len(namespaces):
+        raise InternalError(f"HMGET {gen.PARTITIONS_KEY}: unexpected reply {reply!r:.100}")
+    return {ns: parse_count(ns, value) for ns, value in zip(namespaces, reply, strict=True)}
 
 
 class PartitionCounts:
@@ -88,12 +102,11 @@ class PartitionCounts:
         return out
 
     def update(self, namespaces: Sequence[str], reply: object, now: float | None = None) -> None:
-        """Stores an HMGET reply (one value per namespace)."""
-        if not isinstance(reply, list) or len(reply) != len(namespaces):
-            raise ValueError(f"HMGET {gen.PARTITIONS_KEY}: unexpected reply {reply!r:.100}")
+        """Stores an HMGET reply (one value per namespace; InternalError otherwise)."""
+        counts = counts_of(namespaces, reply)
         now = time.monotonic() if now is None else now
-        for ns, value in zip(namespaces, reply, strict=True):
-            self._entries[ns] = (parse_count(ns, value), now)
+        for ns, count in counts.items():
+            self._entries[ns] = (count, now)
 
     def count(self, namespace: str) -> int:
         """The count last read (1 when never read)."""

@@ -54,15 +54,16 @@ class AsyncClient:
         except _REDIS_ERRORS as e:
             raise translate(e) from e
 
-    async def _read_partitions(self, namespaces: Iterable[str]) -> None:
-        """Reads the partition counts never read or older than 5 s (one HMGET)."""
-        stale = self._partitions.stale(namespaces)
-        if stale:
+    async def _read_partitions(self, namespaces: Iterable[str], fresh: bool = False) -> None:
+        """Reads the partition counts never read or older than 5 s (fresh: all of them) in
+        one HMGET."""
+        wanted = list(dict.fromkeys(namespaces)) if fresh else self._partitions.stale(namespaces)
+        if wanted:
             try:
-                reply = await _redis.aexecute(self._redis, *hmget_command(stale))
+                reply = await _redis.aexecute(self._redis, *hmget_command(wanted))
             except _REDIS_ERRORS as e:
                 raise translate(e) from e
-            self._partitions.update(stale, reply)
+            self._partitions.update(wanted, reply)
 
     async def library_version(self) -> str:
         """Connects if needed and returns the functions library version ("2")."""
@@ -133,7 +134,8 @@ class AsyncClient:
         """Cancels a task that has not started (see :meth:`baton.Client.cancel`)."""
         contract.check_name("namespace", namespace)
         contract.check_task_id(task_id)
-        await self._read_partitions([namespace])
+        # Read now, not from the 5 s copy: a task may be in a partition added a moment ago.
+        await self._read_partitions([namespace], fresh=True)
         order = _producer.cancel_order(namespace, task_id, self._partitions.count(namespace))
         commands = _producer.record_commands(self._keyspaces, namespace, task_id, order)
         try:
@@ -150,7 +152,8 @@ class AsyncClient:
         """Changes and returns namespace settings (see :meth:`baton.Client.configure`)."""
         contract.check_name("namespace", namespace)
         items = _producer.configure_items(settings)
-        await self._read_partitions([namespace])
+        if items:  # read now, not from the 5 s copy: a partition added a moment ago too
+            await self._read_partitions([namespace], fresh=True)
         calls = _producer.configure_calls(self._keyspaces, namespace,
                                           self._partitions.count(namespace), items)
         if len(calls) == 1:

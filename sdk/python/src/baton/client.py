@@ -37,8 +37,8 @@ class Client:
 
     A namespace spread over partitions (``HGET baton:v2:partitions NS``; docs/cluster.md,
     "Partitions") is handled here: the count is read on first use of a namespace and again
-    when older than 5 s, each task goes to the partition of its id, and its document keeps the
-    namespace.
+    when older than 5 s (cancel and configure read it afresh every time), each task goes to the
+    partition of its id, and its document keeps the namespace.
 
     Args:
         url: ``redis://[user:password@]host:port[/db]``, ``rediss://...``, ``unix://path``, or
@@ -80,15 +80,16 @@ class Client:
         except _REDIS_ERRORS as e:
             raise translate(e) from e
 
-    def _read_partitions(self, namespaces: Iterable[str]) -> None:
-        """Reads the partition counts never read or older than 5 s (one HMGET)."""
-        stale = self._partitions.stale(namespaces)
-        if stale:
+    def _read_partitions(self, namespaces: Iterable[str], fresh: bool = False) -> None:
+        """Reads the partition counts never read or older than 5 s (fresh: all of them) in
+        one HMGET."""
+        wanted = list(dict.fromkeys(namespaces)) if fresh else self._partitions.stale(namespaces)
+        if wanted:
             try:
-                reply = _redis.execute(self._redis, *hmget_command(stale))
+                reply = _redis.execute(self._redis, *hmget_command(wanted))
             except _REDIS_ERRORS as e:
                 raise translate(e) from e
-            self._partitions.update(stale, reply)
+            self._partitions.update(wanted, reply)
 
     def library_version(self) -> str:
         """Connects if needed and returns the functions library version ("2")."""
@@ -188,7 +189,8 @@ class Client:
         id's partition first, then in the others."""
         contract.check_name("namespace", namespace)
         contract.check_task_id(task_id)
-        self._read_partitions([namespace])
+        # Read now, not from the 5 s copy: a task may be in a partition added a moment ago.
+        self._read_partitions([namespace], fresh=True)
         order = _producer.cancel_order(namespace, task_id, self._partitions.count(namespace))
         commands = _producer.record_commands(self._keyspaces, namespace, task_id, order)
         try:
@@ -208,7 +210,8 @@ class Client:
         partitioned namespace every partition is written and partition 0's settings returned."""
         contract.check_name("namespace", namespace)
         items = _producer.configure_items(settings)
-        self._read_partitions([namespace])
+        if items:  # read now, not from the 5 s copy: a partition added a moment ago too
+            self._read_partitions([namespace], fresh=True)
         calls = _producer.configure_calls(self._keyspaces, namespace,
                                           self._partitions.count(namespace), items)
         if len(calls) == 1:

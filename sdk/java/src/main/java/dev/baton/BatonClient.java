@@ -37,7 +37,7 @@ public final class BatonClient implements AutoCloseable {
 
     private final Redis redis;
     private final ExecutorService async;
-    private final EnqueueCoalescer coalescer = new EnqueueCoalescer(this::sendAll);
+    private final EnqueueCoalescer coalescer = new EnqueueCoalescer(this::sendEach);
     private final Partitions.Cache partitions;
     private volatile boolean checkVersion;
 
@@ -192,6 +192,11 @@ public final class BatonClient implements AutoCloseable {
      *
      * @param requests the tasks
      * @return one outcome per task
+     * @throws NotDurableException with {@link Builder#waitReplicas(int)}, after every call was sent,
+     *     when the {@code WAIT} of some fell short: every outcome, and the tasks of the short calls
+     *     in {@link NotDurableException#notDurableTaskIds()}
+     * @throws BatonException the first error of a call; a call refused ({@code invalid_argument})
+     *     does not stop the calls of the other (partition, type) groups, any other error does
      */
     public List<EnqueueResult> enqueueAll(List<TaskRequest> requests) {
         return sendAll(requests, producerSpans(requests));
@@ -220,6 +225,16 @@ public final class BatonClient implements AutoCloseable {
         List<EnqueueResult> out;
         try {
             out = sendAll(sent);
+        } catch (NotDurableException e) { // only the tasks of short calls end with the error
+            java.util.Set<String> notDurable = new java.util.HashSet<>(e.notDurableTaskIds());
+            for (int k = 0; k < spans.size(); k++) {
+                EnqueueResult r = e.results().get(k);
+                boolean fellShort = notDurable.contains(r.taskId());
+                if (spans.get(k) != null) {
+                    spans.get(k).end(fellShort ? null : r.status().wire(), fellShort ? e : null);
+                }
+            }
+            throw e;
         } catch (RuntimeException | Error e) {
             for (Tracing.ProducerSpan span : spans) {
                 if (span != null) {
@@ -237,10 +252,53 @@ public final class BatonClient implements AutoCloseable {
     }
 
     /**
-     * Sends tasks: each goes to the partition of its id (docs/cluster.md, "Partitions"); the
-     * tasks of one (partition, type) share calls of up to {@link #BATCH}. Results in request order.
+     * Sends tasks and throws the first error of any call; a short {@code WAIT} of some calls is
+     * thrown, after every call was sent, as one {@link NotDurableException} with every outcome and
+     * the ids of the tasks of the short calls.
      */
     private List<EnqueueResult> sendAll(List<TaskRequest> requests) {
+        List<Sent> sent = sendEach(requests);
+        List<EnqueueResult> out = new ArrayList<>(sent.size());
+        List<String> shortIds = new ArrayList<>();
+        String shortWhy = null;
+        for (Sent s : sent) {
+            if (s.error() != null) {
+                throw s.error();
+            }
+            out.add(s.result());
+            if (s.notDurable() != null) {
+                shortIds.add(s.result().taskId());
+                shortWhy = shortWhy == null ? s.notDurable() : shortWhy;
+            }
+        }
+        if (shortWhy == null) {
+            return out;
+        }
+        if (shortIds.size() < out.size()) {
+            String shown = String.join(", ", shortIds.subList(0, Math.min(10, shortIds.size())))
+                    + (shortIds.size() > 10 ? ", ..." : "");
+            shortWhy = shortIds.size() + " of " + out.size() + " tasks (" + shown + ") " + shortWhy;
+        }
+        throw new NotDurableException(shortWhy, out, shortIds);
+    }
+
+    /**
+     * What became of one task of {@link #sendEach}: its outcome, with the message of its call's short
+     * {@code WAIT} (or null), or the error of its call, which had {@code callSize} tasks (0: not sent,
+     * after an earlier call failed with {@code error}).
+     */
+    record Sent(EnqueueResult result, String notDurable, BatonException error, int callSize) {}
+
+    /**
+     * Sends tasks: each goes to the partition of its id (docs/cluster.md, "Partitions"); the
+     * tasks of one (partition, type) share calls of up to {@link #BATCH}, each atomic, so each
+     * task gets the outcome of its own call. A refused call ({@code invalid_argument}, about its
+     * own tasks) does not stop the others; any other error does (the rest would most likely meet
+     * it too) and the tasks not sent get it. Results in request order.
+     *
+     * @throws BatonException when the partition counts cannot be read (nothing sent)
+     */
+    List<Sent> sendEach(List<TaskRequest> requests) {
         Map<String, Integer> counts;
         try {
             counts = partitions.get(requests.stream().map(TaskRequest::namespace).toList());
@@ -256,26 +314,36 @@ public final class BatonClient implements AutoCloseable {
             String storage = Partitions.storage(r.namespace(), Partitions.of(r.taskId(), counts.get(r.namespace())));
             groups.computeIfAbsent(List.of(storage, r.taskType()), g -> new ArrayList<>()).add(k);
         }
-        EnqueueResult[] out = new EnqueueResult[requests.size()];
-        NotDurableException notDurable = null;
+        Sent[] out = new Sent[requests.size()];
+        BatonException stop = null;
         for (Map.Entry<List<String>, List<Integer>> g : groups.entrySet()) {
             List<Integer> idx = g.getValue();
             for (int i = 0; i < idx.size(); i += BATCH) {
                 List<Integer> part = idx.subList(i, Math.min(idx.size(), i + BATCH));
-                List<EnqueueResult> res;
-                try {
-                    res = call(g.getKey().get(0), part.stream().map(requests::get).toList());
-                } catch (NotDurableException e) { // written: the other calls go on
-                    res = e.results();
-                    notDurable = notDurable == null ? e : notDurable;
+                if (stop != null) {
+                    for (int k : part) {
+                        out[k] = new Sent(null, null, stop, 0);
+                    }
+                    continue;
                 }
-                for (int j = 0; j < part.size(); j++) {
-                    out[part.get(j)] = res.get(j);
+                try {
+                    List<EnqueueResult> res = call(g.getKey().get(0), part.stream().map(requests::get).toList());
+                    for (int j = 0; j < part.size(); j++) {
+                        out[part.get(j)] = new Sent(res.get(j), null, null, part.size());
+                    }
+                } catch (NotDurableException e) { // written: the other calls go on
+                    for (int j = 0; j < part.size(); j++) {
+                        out[part.get(j)] = new Sent(e.results().get(j), e.getMessage(), null, part.size());
+                    }
+                } catch (BatonException e) {
+                    for (int k : part) {
+                        out[k] = new Sent(null, null, e, part.size());
+                    }
+                    if (e.code() != ErrorCode.INVALID_ARGUMENT) {
+                        stop = e;
+                    }
                 }
             }
-        }
-        if (notDurable != null) {
-            throw new NotDurableException(notDurable.getMessage(), Arrays.asList(out));
         }
         return Arrays.asList(out);
     }

@@ -13,15 +13,16 @@ import java.util.function.Function;
  * Merges concurrent single-task {@code enqueue} calls of one (namespace, type) into shared
  * {@code baton_v2_enqueue} calls: while a call of a queue is in flight, the tasks that arrive
  * wait, and the first of them then sends all waiting ones (up to {@link BatonClient#BATCH}) in
- * one call. A lone caller is never delayed (it sends at once), so this only batches under
+ * one call per partition of the namespace; each caller gets the outcome (or error) of its own
+ * task's call. A lone caller is never delayed (it sends at once), so this only batches under
  * concurrency. One Redis call of one task costs Redis several times the CPU per task of a call
  * of many, so producers with many threads gain most.
  */
 final class EnqueueCoalescer {
-    private final Function<List<TaskRequest>, List<EnqueueResult>> call;
+    private final Function<List<TaskRequest>, List<BatonClient.Sent>> call;
     private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
 
-    EnqueueCoalescer(Function<List<TaskRequest>, List<EnqueueResult>> call) {
+    EnqueueCoalescer(Function<List<TaskRequest>, List<BatonClient.Sent>> call) {
         this.call = call;
     }
 
@@ -47,7 +48,11 @@ final class EnqueueCoalescer {
                 busy = true;
             }
             if (!lead) {
-                CompletableFuture.anyOf(me.result(), me.turn()).join();
+                try {
+                    CompletableFuture.anyOf(me.result(), me.turn()).join();
+                } catch (CompletionException e) {
+                    // our task's call failed while we waited: thrown below as the error itself
+                }
             }
             if (!me.result().isDone()) {
                 send(); // our turn: we are at the head of the queue, so in this call
@@ -81,24 +86,26 @@ final class EnqueueCoalescer {
             }
         }
 
+        /** Sends the batch; each caller gets the outcome of its own task's call. */
         private void complete(List<Pending> batch) {
             try {
-                List<EnqueueResult> out = call.apply(batch.stream().map(Pending::request).toList());
+                List<BatonClient.Sent> out = call.apply(batch.stream().map(Pending::request).toList());
+                List<Pending> retry = new ArrayList<>();
                 for (int i = 0; i < batch.size(); i++) {
-                    batch.get(i).result().complete(out.get(i));
-                }
-            } catch (NotDurableException e) { // written: each caller gets its own outcome with the error
-                for (int i = 0; i < batch.size(); i++) {
-                    batch.get(i).result().completeExceptionally(new NotDurableException(e.getMessage(),
-                            List.of(e.results().get(i))));
-                }
-            } catch (BatonException e) {
-                if (e.code() == ErrorCode.INVALID_ARGUMENT && batch.size() > 1) {
-                    for (Pending p : batch) { // one task was refused: the others must not share its error
-                        complete(List.of(p));
+                    BatonClient.Sent s = out.get(i);
+                    CompletableFuture<EnqueueResult> result = batch.get(i).result();
+                    if (s.error() == null && s.notDurable() == null) {
+                        result.complete(s.result());
+                    } else if (s.error() == null) { // written, WAIT short: its own outcome with the error
+                        result.completeExceptionally(new NotDurableException(s.notDurable(), List.of(s.result())));
+                    } else if (s.error().code() == ErrorCode.INVALID_ARGUMENT && s.callSize() > 1) {
+                        retry.add(batch.get(i)); // one task of its call was refused (nothing written): who?
+                    } else {
+                        result.completeExceptionally(s.error());
                     }
-                } else {
-                    batch.forEach(p -> p.result().completeExceptionally(e));
+                }
+                for (Pending p : retry) {
+                    complete(List.of(p));
                 }
             } catch (RuntimeException | Error e) { // never leave a waiting caller hanging
                 batch.forEach(p -> p.result().completeExceptionally(e));

@@ -40,7 +40,7 @@ public final class Worker implements AutoCloseable {
     private final List<ExecutorService> ownedExecutors = new ArrayList<>();
     /** Guards adding runners (start and the partition watcher) against shutdown. */
     private final Object serveLock = new Object();
-    /** Partitions served so far, per registered namespace (only grows). */
+    /** Partitions served so far (0..n-1), per registration key of {@code regs} (only grows). */
     private final Map<String, Integer> served = new HashMap<>();
     private boolean started;
     private volatile boolean stopped;
@@ -158,13 +158,17 @@ public final class Worker implements AutoCloseable {
         }
         try {
             serve(namespaces, Partitions.read(ctx.redis, namespaces));
-        } catch (BatonException e) {
+        } catch (RuntimeException e) { // keeps serving what it serves; the next re-read starts the rest
             WorkerContext.LOG.log(System.Logger.Level.WARNING, "partition counts (read again in "
                     + Protocol.PARTITIONS_REFRESH_SECONDS + " s): " + e.getMessage());
         }
     }
 
-    /** Starts the runners of the partitions not served yet (P only grows: a smaller count stops nothing). */
+    /**
+     * Starts the runners of the partitions not served yet (P only grows: a smaller count stops
+     * nothing). Progress is kept per registration and partition, so when a start fails midway the
+     * next call starts only what is still missing.
+     */
     private void serve(List<String> namespaces, int[] counts) {
         synchronized (serveLock) {
             if (stopped) {
@@ -172,31 +176,33 @@ public final class Worker implements AutoCloseable {
             }
             for (int i = 0; i < namespaces.size(); i++) {
                 String ns = namespaces.get(i);
-                int from = served.getOrDefault(ns, 0);
-                for (int p = from; p < counts[i]; p++) {
-                    for (Registration reg : regs.values()) {
-                        if (reg.namespace().equals(ns)) {
-                            startRunner(new TypeRunner(ctx, ns, p, reg.type(), reg.handler(), reg.options(),
-                                    reg.executor()));
-                        }
+                int from = Integer.MAX_VALUE;
+                for (Map.Entry<String, Registration> e : regs.entrySet()) {
+                    Registration reg = e.getValue();
+                    if (!reg.namespace().equals(ns)) {
+                        continue;
+                    }
+                    int next = served.getOrDefault(e.getKey(), 0);
+                    from = Math.min(from, next);
+                    for (int p = next; p < counts[i]; p++) {
+                        startRunner(new TypeRunner(ctx, ns, p, reg.type(), reg.handler(), reg.options(),
+                                reg.executor()));
+                        served.put(e.getKey(), p + 1);
                     }
                 }
-                if (counts[i] > from) {
-                    served.put(ns, counts[i]);
-                    if (from > 0) {
-                        WorkerContext.LOG.log(System.Logger.Level.INFO, "serving new partitions " + from + ".."
-                                + (counts[i] - 1) + " of namespace " + ns);
-                    }
+                if (from > 0 && counts[i] > from) {
+                    WorkerContext.LOG.log(System.Logger.Level.INFO, "serving new partitions " + from + ".."
+                            + (counts[i] - 1) + " of namespace " + ns);
                 }
             }
         }
     }
 
     private void startRunner(TypeRunner r) {
-        runners.add(r);
         // each type's idle fetch holds a connection for its whole XREAD BLOCK and its ack thread
         // may hold another; the rest (fails, heartbeats, maintenance) share what is left
-        ctx.redis.ensureConnections(2 * runners.size() + 32);
+        ctx.redis.ensureConnections(2 * (runners.size() + 1) + 32);
+        runners.add(r);
         String name = r.keys().namespace() + "/" + r.keys().type();
         threads.add(daemon("baton-fetch-" + name, r));
         threads.add(daemon("baton-ack-" + name, r.acks()));

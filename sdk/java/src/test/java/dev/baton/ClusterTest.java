@@ -23,13 +23,16 @@ import redis.clients.jedis.RedisClient;
 /**
  * The SDK on a real 3-primary, 3-replica Redis Cluster (tests/harness/redis_cluster.py):
  * namespaces on every primary, retries and delays, the library check on every primary, WAIT met
- * and missed, and last a kill -9 of a primary after which every task acknowledged with
- * waitReplicas(1) ends done.
+ * and missed, a kill -9 of a primary after which every task acknowledged with waitReplicas(1)
+ * ends done, and last WAIT falling short only for the partitions on the shard left without a
+ * replica.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @Timeout(90)
 class ClusterTest {
     static RedisClusterHarness cluster;
+    /** The primary promoted by the failover test, which has no replica ("127.0.0.1:port"). */
+    static String orphan;
 
     @BeforeAll
     static void startCluster() throws Exception {
@@ -143,6 +146,7 @@ class ClusterTest {
             }
             NotDurableException all = assertThrows(NotDurableException.class, () -> two.enqueueAll(again));
             assertEquals(shortMsg, all.getMessage());
+            assertEquals(again.stream().map(TaskRequest::taskId).toList(), all.notDurableTaskIds());
             assertEquals(12, all.results().size());
             for (int i = 0; i < 12; i++) {
                 assertEquals(again.get(i).taskId(), all.results().get(i).taskId());
@@ -364,7 +368,7 @@ class ClusterTest {
     }
 
     /**
-     * Last: it changes the topology. Tasks acknowledged with waitReplicas(1) survive a kill -9 of
+     * It changes the topology (the last test relies on it). Tasks acknowledged with waitReplicas(1) survive a kill -9 of
      * their primary and all end done on the promoted replica.
      */
     @Test
@@ -430,9 +434,91 @@ class ClusterTest {
                     + " %d ran more than once%n", ids.size(), (System.nanoTime() - killed) / 1_000_000,
                     ran.values().stream().filter(n -> n.get() > 1).count());
             assertNotEquals(primary, cluster.primaryOf(ns), "the namespace is still on the killed primary");
+            orphan = cluster.primaryOf(ns);
             for (String id : ids) {
                 assertTrue(ran.containsKey(id), id + " is done but never ran here");
             }
+        }
+    }
+
+    /**
+     * After the failover one shard has no replica: with waitReplicas(1) only the tasks of the
+     * partitions on that shard fall short, in enqueueAll (named in notDurableTaskIds) and in a
+     * coalesced batch of single enqueues (the other callers get their outcome).
+     */
+    @Test
+    @Order(8)
+    void aShortWaitFailsOnlyTheTasksOfItsShard() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(orphan != null, "needs the failover of the test before");
+        String ns = null;
+        java.util.Set<Integer> onOrphan = new java.util.TreeSet<>();
+        for (int k = 0; ns == null; k++) { // a namespace of 6 partitions, some on the orphan, some not
+            assertTrue(k < 50, "no namespace with partitions on and off " + orphan);
+            onOrphan.clear();
+            for (int p = 0; p < 6; p++) {
+                if (cluster.primaryOf(dev.baton.internal.Partitions.storage("jcl-short" + k, p)).equals(orphan)) {
+                    onOrphan.add(p);
+                }
+            }
+            if (!onOrphan.isEmpty() && onOrphan.size() < 6) {
+                ns = "jcl-short" + k;
+            }
+        }
+        cluster.raw.hset("baton:v2:partitions", ns, "6");
+        java.util.function.Predicate<String> isShort = id -> onOrphan.contains(dev.baton.internal.Partitions.of(id, 6));
+        try (BatonClient c = BatonClient.builder(cluster.url).waitReplicas(1).waitTimeout(Duration.ofMillis(300)).build()) {
+            List<TaskRequest> batch = new ArrayList<>();
+            for (int i = 0; i < 24; i++) {
+                batch.add(TaskRequest.builder(ns, "job").taskId("all-" + i).build());
+            }
+            List<String> want = batch.stream().map(TaskRequest::taskId).filter(isShort).toList();
+            assertTrue(!want.isEmpty() && want.size() < 24, "tasks on the orphan: " + want);
+            NotDurableException all = assertThrows(NotDurableException.class, () -> c.enqueueAll(batch));
+            assertEquals(want, all.notDurableTaskIds());
+            assertTrue(all.getMessage().startsWith(want.size() + " of 24 tasks (" + want.get(0)), all.getMessage());
+            all.results().forEach(r -> assertEquals(EnqueueStatus.QUEUED, r.status(), r.taskId()));
+
+            // one caller on the orphan waits out its WAIT while the others queue, then go as one batch
+            String name = ns;
+            var pool = dev.baton.internal.Threads.perTask("short-test");
+            try {
+                String lead = java.util.stream.IntStream.range(0, 100).mapToObj(i -> "lead-" + i).filter(isShort)
+                        .findFirst().orElseThrow();
+                var first = java.util.concurrent.CompletableFuture.supplyAsync(() -> outcome(c, name, lead), pool);
+                Thread.sleep(100);
+                Map<String, java.util.concurrent.CompletableFuture<Object>> each = new java.util.LinkedHashMap<>();
+                for (int i = 0; i < 12; i++) {
+                    String id = "one-" + i;
+                    each.put(id, java.util.concurrent.CompletableFuture.supplyAsync(() -> outcome(c, name, id), pool));
+                }
+                assertTrue(first.get() instanceof NotDurableException, String.valueOf(first.get()));
+                int shortOnes = 0;
+                for (var e : each.entrySet()) {
+                    Object got = e.getValue().get();
+                    if (isShort.test(e.getKey())) {
+                        shortOnes++;
+                        assertTrue(got instanceof NotDurableException, e.getKey() + ": " + got);
+                        NotDurableException nd = (NotDurableException) got;
+                        assertEquals(List.of(e.getKey()), nd.notDurableTaskIds());
+                        assertEquals(EnqueueStatus.QUEUED, nd.results().get(0).status());
+                    } else {
+                        assertTrue(got instanceof EnqueueResult r && r.status() == EnqueueStatus.QUEUED,
+                                e.getKey() + " on a shard with its replica: " + got);
+                    }
+                }
+                assertTrue(shortOnes > 0 && shortOnes < 12, "tasks on the orphan: " + shortOnes + " of 12");
+            } finally {
+                pool.shutdown();
+            }
+        }
+    }
+
+    /** @return the outcome of one enqueue, or its error */
+    private static Object outcome(BatonClient c, String ns, String id) {
+        try {
+            return c.enqueue(TaskRequest.builder(ns, "job").taskId(id).build());
+        } catch (BatonException e) {
+            return e;
         }
     }
 }

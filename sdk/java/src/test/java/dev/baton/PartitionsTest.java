@@ -1,10 +1,13 @@
 package dev.baton;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.baton.internal.Partitions;
+import dev.baton.internal.Threads;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,6 +17,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import redis.clients.jedis.Protocol.Command;
 
 /**
  * Namespace partitions (docs/cluster.md, "Partitions") on a real redis-server: the partition
@@ -42,6 +46,18 @@ class PartitionsTest extends Fixtures {
         assertEquals("shop", Partitions.storage("shop", 0));
         assertEquals("shop:3", Partitions.storage("shop", 3));
         assertEquals(Partitions.of("a", 1024), Partitions.of("a", 5000)); // above the maximum: the maximum
+    }
+
+    @Test
+    void everyStoredCountOfTheFixtureIsReadAsInEverySdk() throws Exception {
+        JsonNode f = Json.mapper().readTree(Files.readAllBytes(RedisServer.repo().resolve("contract/fixtures/partitions.json")));
+        int checked = 0;
+        for (JsonNode c : f.get("counts")) {
+            String stored = c.get("stored").isNull() ? null : c.get("stored").asText();
+            assertEquals(c.get("count").asInt(), Partitions.parse("fixture", stored), "stored " + c.get("stored"));
+            checked++;
+        }
+        assertTrue(checked >= 10, "counts checked: " + checked);
     }
 
     @Test
@@ -150,6 +166,134 @@ class PartitionsTest extends Fixtures {
     /** Whether the task is in the storage namespace: queued or running (tasks hash) or done. */
     static boolean stored(String storageNs, String id) {
         return redis.cli().hexists(key(storageNs, "tasks"), id) || isDone(storageNs, id);
+    }
+
+    /**
+     * Callers that need a count at once share one HMGET (the server is frozen while they arrive);
+     * once the count is due again, a read that fails fails the enqueue as unavailable, nothing
+     * written: CLIENT PAUSE ALL holds the HMGET past the 2 s socket timeout and would have let a
+     * following FCALL through at 2.6 s.
+     */
+    @Test
+    void countReadsAreSharedAndAFailedDueReadFailsTheEnqueue() throws Exception {
+        String ns = newNamespace();
+        redis.cli().hset(PARTITIONS, ns, "2");
+        redis.cli().configSet("slowlog-log-slower-than", "0");
+        redis.cli().configSet("slowlog-max-len", "1000");
+        redis.cli().slowlogReset();
+        var pool = Threads.perTask("partitions-test");
+        try (BatonClient c = BatonClient.connect(redis.url())) {
+            int callers = 6;
+            java.util.concurrent.CountDownLatch ready = new java.util.concurrent.CountDownLatch(callers);
+            List<java.util.concurrent.CompletableFuture<EnqueueResult>> results = new ArrayList<>();
+            redis.pause();
+            try {
+                for (int i = 0; i < callers; i++) {
+                    TaskRequest r = TaskRequest.builder(ns, "type" + i).taskId("shared-" + i).build(); // one lane each
+                    results.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                        ready.countDown();
+                        return c.enqueue(r);
+                    }, pool));
+                }
+                ready.await();
+                Thread.sleep(300);
+            } finally {
+                redis.resume();
+            }
+            for (var r : results) {
+                assertEquals(EnqueueStatus.QUEUED, r.get().status());
+            }
+            long readAt = System.nanoTime(); // the count was read before this
+            assertEquals(1, partitionReads(), "HMGET " + PARTITIONS + " by " + callers + " callers at once");
+
+            long left = Partitions.REFRESH_NANOS + 100_000_000L - (System.nanoTime() - readAt);
+            if (left > 0) {
+                Thread.sleep(left / 1_000_000);
+            }
+            redis.cli().sendCommand(Command.CLIENT, "PAUSE", "2600", "ALL");
+            long paused = System.nanoTime();
+            BatonException e = assertThrows(BatonException.class,
+                    () -> c.enqueue(TaskRequest.builder(ns, "job").taskId("due-1").build()));
+            assertEquals(ErrorCode.UNAVAILABLE, e.code(), e.getMessage());
+            assertTrue(e.getMessage().startsWith("partition count of namespace " + ns + " not read from "
+                    + PARTITIONS + ": "), e.getMessage());
+            Thread.sleep(Math.max(0, 2800 - (System.nanoTime() - paused) / 1_000_000)); // the pause is over
+            for (int p = 0; p < 2; p++) {
+                assertFalse(stored(Partitions.storage(ns, p), "due-1"), "due-1 written in partition " + p);
+            }
+            assertEquals(EnqueueStatus.QUEUED, c.enqueue(TaskRequest.builder(ns, "job").taskId("due-1").build()).status());
+        } finally {
+            pool.shutdown();
+            redis.cli().configSet("slowlog-log-slower-than", "10000");
+            redis.cli().configSet("slowlog-max-len", "128");
+        }
+    }
+
+    /** The HMGETs of the partitions key in the slow log (which logs every command here). */
+    private static int partitionReads() {
+        Object entries = redis.cli().sendCommand(Command.SLOWLOG, "GET", "1000");
+        int n = 0;
+        for (Object entry : (List<?>) entries) {
+            List<?> args = (List<?>) ((List<?>) entry).get(3);
+            if (args.size() >= 2 && "HMGET".equalsIgnoreCase(text(args.get(0))) && PARTITIONS.equals(text(args.get(1)))) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private static String text(Object o) {
+        return new String((byte[]) o, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A coalesced batch over 2 partitions whose partition-1 call is refused: the partition-0 task
+     * was written by its own call and its caller gets QUEUED (not DUPLICATE from a resend); the
+     * refused call's tasks are sent again one by one, so only the bad one fails.
+     */
+    @Test
+    void aRefusedCallOfACoalescedBatchFailsOnlyItsBadTask() throws Exception {
+        String ns = newNamespace();
+        redis.cli().hset(PARTITIONS, ns, "2");
+        List<String> p0 = new ArrayList<>();
+        List<String> p1 = new ArrayList<>();
+        for (int i = 0; p0.size() < 2 || p1.size() < 2; i++) {
+            (Partitions.of("co-" + i, 2) == 0 ? p0 : p1).add("co-" + i);
+        }
+        // run_at_ms beyond the library's 15 digits: the SDK sends it, the library refuses the call
+        TaskRequest bad = TaskRequest.builder(ns, "job").taskId(p1.get(0))
+                .runAt(java.time.Instant.ofEpochMilli(1_000_000_000_000_000L)).build();
+        TaskRequest good0 = TaskRequest.builder(ns, "job").taskId(p0.get(1)).build();
+        TaskRequest good1 = TaskRequest.builder(ns, "job").taskId(p1.get(1)).build();
+        var pool = Threads.perTask("coalesce-test");
+        try (BatonClient c = BatonClient.connect(redis.url())) {
+            redis.cli().sendCommand(Command.CLIENT, "PAUSE", "800", "WRITE");
+            // the first call waits out the pause; the next three queue behind it in this order
+            var first = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> c.enqueue(TaskRequest.builder(ns, "job").taskId(p0.get(0)).build()), pool);
+            List<java.util.concurrent.CompletableFuture<Object>> queued = new ArrayList<>();
+            for (TaskRequest r : List.of(good0, bad, good1)) {
+                Thread.sleep(150);
+                queued.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return c.enqueue(r);
+                    } catch (BatonException e) { // a waiting caller gets the error itself
+                        return e;
+                    }
+                }, pool));
+            }
+            assertEquals(EnqueueStatus.QUEUED, first.get().status());
+            assertEquals(EnqueueStatus.QUEUED, ((EnqueueResult) queued.get(0).get()).status(), "the partition-0 task of the batch");
+            BatonException e = (BatonException) queued.get(1).get();
+            assertEquals(ErrorCode.INVALID_ARGUMENT, e.code(), e.getMessage());
+            assertTrue(e.getMessage().startsWith("run_at_ms: "), e.getMessage());
+            assertEquals(EnqueueStatus.QUEUED, ((EnqueueResult) queued.get(2).get()).status(), "the other task of the refused call");
+            assertFalse(stored(Partitions.storage(ns, 1), bad.taskId()));
+            assertTrue(stored(ns, good0.taskId()));
+            assertTrue(stored(Partitions.storage(ns, 1), good1.taskId()));
+        } finally {
+            pool.shutdown();
+        }
     }
 
     @Test
