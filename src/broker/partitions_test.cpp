@@ -10,10 +10,15 @@
 namespace baton::internal {
 namespace {
 
-TEST(PartitionsTest, HashAndPartitionMatchTheSharedVectors) {
+// contract/fixtures/partitions.json (null when it cannot be read).
+nlohmann::json SharedVectors() {
   std::ifstream file(std::string(BATON_CONTRACT_DIR) + "/fixtures/partitions.json");
-  ASSERT_TRUE(file) << "contract/fixtures/partitions.json";
-  const nlohmann::json doc = nlohmann::json::parse(file);
+  return file ? nlohmann::json::parse(file) : nlohmann::json();
+}
+
+TEST(PartitionsTest, HashAndPartitionMatchTheSharedVectors) {
+  const nlohmann::json doc = SharedVectors();
+  ASSERT_FALSE(doc.is_null()) << "contract/fixtures/partitions.json";
   ASSERT_GE(doc.at("cases").size(), 5u);
   for (const nlohmann::json& c : doc.at("cases")) {
     const std::string id = c.at("task_id");
@@ -42,9 +47,8 @@ TEST(PartitionsTest, StorageNamespaces) {
 
 // The stored text of a count, read the same way in every SDK (the "counts" of the fixture file).
 TEST(PartitionsTest, StoredCountsMatchTheSharedVectors) {
-  std::ifstream file(std::string(BATON_CONTRACT_DIR) + "/fixtures/partitions.json");
-  ASSERT_TRUE(file) << "contract/fixtures/partitions.json";
-  const nlohmann::json doc = nlohmann::json::parse(file);
+  const nlohmann::json doc = SharedVectors();
+  ASSERT_FALSE(doc.is_null()) << "contract/fixtures/partitions.json";
   ASSERT_GE(doc.at("counts").size(), 10u);
   for (const nlohmann::json& c : doc.at("counts")) {
     Reply stored;  // nil: absent

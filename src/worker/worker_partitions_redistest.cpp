@@ -58,6 +58,22 @@ class WorkerPartitionsTest : public WorkerTest {
   long long Live(const std::string& storage_ns) {
     return redis_.Command({"HLEN", internal::Keys(storage_ns).Tasks()})->integer;
   }
+  // The lease_ms setting of partition p of kNs, "(none)" when unset.
+  std::string LeaseSetting(int p) {
+    auto r = redis_.Command(
+        {"HGET", internal::Keys(internal::PartitionNamespace(kNs, p)).Config(), "lease_ms"});
+    return r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : std::string("(none)");
+  }
+  // A task of kNs due in an hour whose id falls in `partition` of `count`.
+  static TaskRequest DelayedTaskInPartition(int count, int partition) {
+    TaskRequest request = Requests(kNs, 1).front();
+    for (int i = 0; !request.options.task_id; ++i) {
+      std::string candidate = "task-" + std::to_string(i);
+      if (internal::PartitionOf(candidate, count) == partition) request.options.task_id = candidate;
+    }
+    request.options.delay_seconds = 3600;
+    return request;
+  }
 };
 
 TEST_F(WorkerPartitionsTest, TasksSpreadOverEveryPartitionAndEachRunsOnceInItsNamespace) {
@@ -128,14 +144,9 @@ TEST_F(WorkerPartitionsTest, CancelSettingsAndInspectorFollowTheTaskToItsPartiti
   ASSERT_TRUE(client_->ConfigureNamespace(kNs, {{"lease_ms", "4000"}}).ok());
   ASSERT_TRUE(client_->SetPartitions(kNs, 5).ok());
   // The new partitions got partition 0's settings; a later change reaches all of them.
-  auto lease = [&](int p) {
-    auto r = redis_.Command(
-        {"HGET", internal::Keys(internal::PartitionNamespace(kNs, p)).Config(), "lease_ms"});
-    return r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : std::string("(none)");
-  };
-  EXPECT_EQ(lease(4), "4000");
+  EXPECT_EQ(LeaseSetting(4), "4000");
   ASSERT_TRUE(client_->ConfigureNamespace(kNs, {{"lease_ms", "5000"}}).ok());
-  for (int p = 0; p < 5; ++p) EXPECT_EQ(lease(p), "5000") << p;
+  for (int p = 0; p < 5; ++p) EXPECT_EQ(LeaseSetting(p), "5000") << p;
 
   // It never shrinks, and bad counts are named.
   auto shrink = client_->SetPartitions(kNs, 2);
@@ -150,14 +161,8 @@ TEST_F(WorkerPartitionsTest, CancelSettingsAndInspectorFollowTheTaskToItsPartiti
   EXPECT_EQ(*client_->Partitions(kNs), 5);
 
   // A task id whose partition is not 0.
-  std::string id;
-  for (int i = 0; id.empty(); ++i) {
-    std::string candidate = "task-" + std::to_string(i);
-    if (internal::PartitionOf(candidate, 5) == 3) id = candidate;
-  }
-  TaskRequest request = Requests(kNs, 1).front();
-  request.options.task_id = id;
-  request.options.delay_seconds = 3600;
+  const TaskRequest request = DelayedTaskInPartition(5, 3);
+  const std::string id = *request.options.task_id;
   ASSERT_TRUE(client_->Enqueue(request).ok());
   EXPECT_EQ(Live(kNs + std::string(":3")), 1);
 
@@ -191,21 +196,10 @@ TEST_F(WorkerPartitionsTest, ConfigureAndCancelReadACountGrownAMomentAgo) {
   ASSERT_TRUE(client_->SetPartitions(kNs, 4).ok());
 
   ASSERT_TRUE((*stale)->ConfigureNamespace(kNs, {{"lease_ms", "6000"}}).ok());
-  for (int p = 0; p < 4; ++p) {
-    auto r = redis_.Command(
-        {"HGET", internal::Keys(internal::PartitionNamespace(kNs, p)).Config(), "lease_ms"});
-    ASSERT_EQ(r->type, REDIS_REPLY_STRING) << p;
-    EXPECT_EQ(std::string(r->str, r->len), "6000") << p;
-  }
+  for (int p = 0; p < 4; ++p) EXPECT_EQ(LeaseSetting(p), "6000") << p;
 
-  std::string id;
-  for (int i = 0; id.empty(); ++i) {
-    std::string candidate = "grown-" + std::to_string(i);
-    if (internal::PartitionOf(candidate, 4) == 3) id = candidate;
-  }
-  TaskRequest request = Requests(kNs, 1).front();
-  request.options.task_id = id;
-  request.options.delay_seconds = 3600;
+  const TaskRequest request = DelayedTaskInPartition(4, 3);
+  const std::string id = *request.options.task_id;
   ASSERT_TRUE(client_->Enqueue(request).ok());
   ASSERT_EQ(Live(kNs + std::string(":3")), 1);
   EXPECT_TRUE((*stale)->Cancel(kNs, id).ok());
