@@ -334,10 +334,12 @@ StatusOr<NamespaceSettings> Client::ConfigureNamespace(
   }
   if (Status s = impl_->EnsureConnected(); !s.ok()) return s.WithContext("configure");
   // Every partition of the namespace gets the same settings, in one pipeline; partition 0's reply
-  // is the answer (all the same unless one was hand-edited). The count is read now, not from the
-  // cache: a change must reach a partition added in the last seconds too.
-  if (Status s = impl_->partitions.ReadNow(*impl_->connection, ns); !s.ok()) {
-    return s.WithContext("configure");
+  // is the answer (all the same unless one was hand-edited). A change reads the count now, not
+  // from the cache, to reach a partition added in the last seconds too; a read asks partition 0.
+  if (!changes.empty()) {
+    if (Status s = impl_->partitions.ReadNow(*impl_->connection, ns); !s.ok()) {
+      return s.WithContext("configure");
+    }
   }
   const int count = changes.empty() ? 1 : impl_->partitions.Count(ns);
   for (int p = 0; p < count; ++p) {
