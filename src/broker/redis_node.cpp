@@ -109,6 +109,7 @@ Status RedisNode::Connect() {
   }
   if (endpoint_.unix_socket.empty()) redisEnableKeepAlive(c);
   ctx_ = c;
+  GuardReplyArrays(ctx_, &guard_);
 
   // AUTH and SELECT as the endpoint says, then PING: a server that needs a password we lack
   // answers NOAUTH, which is better reported now than on the first real command.
@@ -152,7 +153,7 @@ StatusOr<Reply> RedisNode::ReadReply() {
   void* raw = nullptr;
   if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) {
     const bool timed_out = ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
-    last_error_ = timed_out ? "timed out waiting for a reply" : std::string(ctx_->errstr);
+    last_error_ = timed_out ? "timed out waiting for a reply" : ReadErrorText(ctx_, guard_);
     if (ctx_->err == 0) {
       // Cannot happen with a blocking context; keep the invariant "failed read => broken".
       ctx_->err = REDIS_ERR_OTHER;

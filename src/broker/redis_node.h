@@ -11,6 +11,7 @@
 #include "baton/status.h"
 #include "broker/redis_endpoint.h"
 #include "broker/redis_reply.h"
+#include "broker/reply_guard.h"
 
 struct redisContext;
 
@@ -53,6 +54,7 @@ class RedisNode {
   std::chrono::milliseconds timeout_;
   redisContext* ctx_ = nullptr;
   size_t pending_ = 0;
+  ReplyGuard guard_;        // the context's reader refuses oversized arrays
   std::string last_error_;  // why the connection broke, for the kUnavailable messages
 };
 

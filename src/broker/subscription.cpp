@@ -36,10 +36,10 @@ ReplyPtr ReadOne(redisContext* ctx) {
 }
 
 // Why `reply` (possibly null) is not what was expected.
-std::string Why(const redisReply* reply, const redisContext* ctx) {
+std::string Why(const redisReply* reply, const redisContext* ctx, const ReplyGuard& guard) {
   if (reply != nullptr && reply->type == REDIS_REPLY_ERROR)
     return std::string(reply->str, reply->len);
-  if (ctx->err != 0) return ctx->errstr;
+  if (ctx->err != 0) return ReadErrorText(ctx, guard);
   return "unexpected reply";
 }
 
@@ -70,20 +70,22 @@ StatusOr<std::unique_ptr<Subscription>> Subscription::OpenOne(
   if (ctx == nullptr) return Status::Unavailable("subscribe: connect: out of memory");
   if (ctx->err != 0) return Status::Unavailable(std::string("subscribe: connect: ") + ctx->errstr);
   if (endpoint.unix_socket.empty()) redisEnableKeepAlive(ctx.get());
+  auto guard = std::make_unique<ReplyGuard>();
+  GuardReplyArrays(ctx.get(), guard.get());
   if (!endpoint.password.empty()) {
     std::vector<std::string> auth = {"AUTH"};
     if (!endpoint.username.empty()) auth.push_back(endpoint.username);
     auth.push_back(endpoint.password);
     ReplyPtr r = RunCommand(ctx.get(), auth);
     if (!r || r->type == REDIS_REPLY_ERROR) {
-      return Status::Unavailable("subscribe: AUTH: " + Why(r.get(), ctx.get()));
+      return Status::Unavailable("subscribe: AUTH: " + Why(r.get(), ctx.get(), *guard));
     }
   }
   if (endpoint.db != 0) {
     // Pub/Sub channels are global, but SELECT keeps the connection's view consistent with the rest.
     ReplyPtr r = RunCommand(ctx.get(), {"SELECT", std::to_string(endpoint.db)});
     if (!r || r->type == REDIS_REPLY_ERROR) {
-      return Status::Unavailable("subscribe: SELECT: " + Why(r.get(), ctx.get()));
+      return Status::Unavailable("subscribe: SELECT: " + Why(r.get(), ctx.get(), *guard));
     }
   }
   std::vector<std::string> subscribe = {"SUBSCRIBE"};
@@ -92,10 +94,10 @@ StatusOr<std::unique_ptr<Subscription>> Subscription::OpenOne(
   for (std::size_t i = 0; i < channels.size(); ++i) {
     ReplyPtr r = i == 0 ? RunCommand(ctx.get(), subscribe) : ReadOne(ctx.get());
     if (!r || r->type != REDIS_REPLY_ARRAY) {
-      return Status::Unavailable("subscribe: SUBSCRIBE: " + Why(r.get(), ctx.get()));
+      return Status::Unavailable("subscribe: SUBSCRIBE: " + Why(r.get(), ctx.get(), *guard));
     }
   }
-  return std::unique_ptr<Subscription>(new Subscription(ctx.release()));
+  return std::unique_ptr<Subscription>(new Subscription(ctx.release(), std::move(guard)));
 }
 
 Subscription::~Subscription() { redisFree(ctx_); }
@@ -120,20 +122,26 @@ bool Subscription::TakeBuffered(std::vector<PubSubMessage>* out) {
 
 StatusOr<std::vector<PubSubMessage>> Subscription::ReadAvailable() {
   std::vector<PubSubMessage> out;
-  if (!TakeBuffered(&out)) return Status::Unavailable("subscribe: protocol error");
+  if (!TakeBuffered(&out)) {
+    return Status::Unavailable("subscribe: " + ReadErrorText(ctx_, *guard_));
+  }
   pollfd pfd{ctx_->fd, POLLIN, 0};
   if (poll(&pfd, 1, 0) > 0) {
     if (redisBufferRead(ctx_) != REDIS_OK) {
-      return Status::Unavailable(std::string("subscribe: connection lost: ") + ctx_->errstr);
+      return Status::Unavailable("subscribe: connection lost: " + ReadErrorText(ctx_, *guard_));
     }
-    if (!TakeBuffered(&out)) return Status::Unavailable("subscribe: protocol error");
+    if (!TakeBuffered(&out)) {
+      return Status::Unavailable("subscribe: " + ReadErrorText(ctx_, *guard_));
+    }
   }
   return out;
 }
 
 StatusOr<std::vector<PubSubMessage>> Subscription::Wait(std::chrono::milliseconds timeout) {
   std::vector<PubSubMessage> out;
-  if (!TakeBuffered(&out)) return Status::Unavailable("subscribe: protocol error");
+  if (!TakeBuffered(&out)) {
+    return Status::Unavailable("subscribe: " + ReadErrorText(ctx_, *guard_));
+  }
   if (!out.empty()) return out;
   pollfd pfd{ctx_->fd, POLLIN, 0};
   if (poll(&pfd, 1, static_cast<int>(timeout.count())) <= 0) return out;

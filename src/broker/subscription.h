@@ -6,10 +6,12 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "baton/status.h"
 #include "broker/redis_endpoint.h"
+#include "broker/reply_guard.h"
 
 struct redisContext;
 
@@ -43,13 +45,15 @@ class Subscription {
   StatusOr<std::vector<PubSubMessage>> Wait(std::chrono::milliseconds timeout);
 
  private:
-  explicit Subscription(redisContext* ctx) : ctx_(ctx) {}
+  Subscription(redisContext* ctx, std::unique_ptr<ReplyGuard> guard)
+      : ctx_(ctx), guard_(std::move(guard)) {}
   static StatusOr<std::unique_ptr<Subscription>> OpenOne(const RedisEndpoint& endpoint,
                                                          const std::vector<std::string>& channels);
   // Moves the complete replies already read into `out`. False on a protocol error.
   bool TakeBuffered(std::vector<PubSubMessage>* out);
 
   redisContext* ctx_;
+  std::unique_ptr<ReplyGuard> guard_;  // ctx_'s reader refuses oversized arrays; outlives ctx_
 };
 
 }  // namespace baton::internal
