@@ -19,13 +19,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The partition rule agrees with every vector of contract/fixtures/partitions.json (read at test
-// time): the hash, and the partition for every count the file gives.
-func TestPartitionRuleMatchesFixtures(t *testing.T) {
+// Decodes contract/fixtures/partitions.json into `into` (read at test time), failing the test when
+// it cannot.
+func readPartitionFixtures(t *testing.T, into any) {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(redistest.RepoRoot(), "contract", "fixtures", "partitions.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := json.Unmarshal(data, into); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The partition rule agrees with every vector of contract/fixtures/partitions.json (read at test
+// time): the hash, and the partition for every count the file gives.
+func TestPartitionRuleMatchesFixtures(t *testing.T) {
 	var f struct {
 		Cases []struct {
 			TaskID    string         `json:"task_id"`
@@ -33,9 +42,7 @@ func TestPartitionRuleMatchesFixtures(t *testing.T) {
 			Partition map[string]int `json:"partition"`
 		} `json:"cases"`
 	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
+	readPartitionFixtures(t, &f)
 	if len(f.Cases) == 0 {
 		t.Fatal("partitions.json has no cases")
 	}
@@ -66,19 +73,13 @@ func TestPartitionRuleMatchesFixtures(t *testing.T) {
 
 // A stored count is read as every vector of "counts" in contract/fixtures/partitions.json says.
 func TestPartitionCountsMatchFixtures(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(redistest.RepoRoot(), "contract", "fixtures", "partitions.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var f struct {
 		Counts []struct {
 			Stored *string `json:"stored"`
 			Count  int     `json:"count"`
 		} `json:"counts"`
 	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
+	readPartitionFixtures(t, &f)
 	if len(f.Counts) < 10 {
 		t.Fatalf("partitions.json has %d counts", len(f.Counts))
 	}
